@@ -1,0 +1,3 @@
+from argtui.cli import main
+
+raise SystemExit(main())

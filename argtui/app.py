@@ -1,0 +1,73 @@
+"""The Textual application: Home first, the embedded backend started in the background."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.reactive import reactive
+from textual.screen import Screen
+
+from argtui.runtime import Runtime
+from engines.llm.status import BackendStatus
+from screens.help import HelpScreen
+from screens.home import HomeScreen
+from screens.modes import discover_modes
+
+
+class ArgtuiApp(App):
+    TITLE = "argtui"
+    BINDINGS = [
+        Binding("question_mark,f1", "help", "Help"),
+        Binding("ctrl+s", "screenshot", "Screenshot", show=False),
+        Binding("ctrl+q", "quit", "Quit"),
+    ]
+
+    backend_status: reactive[BackendStatus | None] = reactive(None)
+
+    def __init__(self, runtime: Runtime | None = None, backend: str | None = None):
+        super().__init__()
+        self.services = runtime or Runtime()
+        self.backend_name = self.services.config.profile(backend).name
+
+    def on_mount(self) -> None:
+        self.push_screen(HomeScreen())
+        self.action_check_backend()
+
+    def action_check_backend(self) -> None:
+        self.backend_status = None
+        # An async worker runs on the app's thread, which outlives the server process
+        # (its PDEATHSIG is tied to the thread that started it).
+        self.run_worker(self._check_backend(), name="backend-status", exclusive=True, group="backend")
+
+    async def _check_backend(self) -> None:
+        self.backend_status = await self.services.status(self.backend_name)
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def action_screenshot(self) -> None:
+        folder = self.services.config.paths.data_dir / "screenshots"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = Path(self.save_screenshot(path=str(folder)))
+        self.notify(f"saved {path}", title="Screenshot")
+
+    def get_system_commands(self, screen: Screen):
+        yield from super().get_system_commands(screen)
+        for mode in discover_modes():
+            yield SystemCommand(
+                f"Open {mode.title}", mode.description,
+                lambda make=mode.make_screen: self.push_screen(make()),
+            )
+        yield SystemCommand("Recheck backend", "Probe the active backend again", self.action_check_backend)
+        yield SystemCommand("Save screenshot", "Save an SVG screenshot of this screen", self.action_screenshot)
+
+    async def on_unmount(self) -> None:
+        await self.services.aclose()
+
+
+def run_app(backend: str | None = None) -> int:
+    ArgtuiApp(backend=backend).run()
+    return 0

@@ -1,0 +1,57 @@
+"""The `argtui` command: no arguments launches the app; subcommands do batch work.
+
+Subcommands live in `argtui/commands/`, one module each, with a
+`register(subparsers)` function; they are found at start-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+
+from rich.console import Console
+from rich.text import Text
+
+import argtui.commands
+from argtui import __version__
+from engines.errors import ArgtuiError
+from store import StoreError
+
+err_console = Console(stderr=True)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="argtui",
+        description="Terminal debate trainer and judge console. Without a command, opens the app.",
+    )
+    parser.add_argument("--version", action="version", version=f"argtui {__version__}")
+    parser.add_argument("--backend", help="backend profile for the app (default: the configured default)")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module_info in sorted(pkgutil.iter_modules(argtui.commands.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"argtui.commands.{module_info.name}")
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command is None:
+            from argtui.app import run_app
+
+            return run_app(backend=args.backend)
+        return args.handler(args) or 0
+    except (ArgtuiError, StoreError) as exc:
+        err_console.print(Text.assemble(("error: ", "bold red"), str(exc)), soft_wrap=True)
+        return 2
+    except KeyboardInterrupt:
+        err_console.print("interrupted; finished work is stored and a rerun resumes it")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

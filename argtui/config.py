@@ -1,0 +1,162 @@
+"""Configuration: a TOML file of named backend profiles, and where data lives.
+
+`ARGTUI_HOME` relocates both the config file and the data directory (tests use
+it for isolation). Environment variables override the file:
+
+* `ARGTUI_BACKEND` picks the default profile by name;
+* `ARGTUI_BASE_URL` (+ `ARGTUI_MODEL`, `ARGTUI_BACKEND_KIND`, `ARGTUI_API_KEY_ENV`)
+  defines a profile named `env` and makes it the default.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import platformdirs
+import tomli_w
+from pydantic import ValidationError
+
+from engines.errors import ArgtuiError
+from engines.llm.embedded import EMBEDDED_MODEL_NAME
+from engines.llm.profile import EMBEDDED_PROFILE, BackendProfile
+
+APP_NAME = "argtui"
+ENV_PROFILE = "env"
+
+
+class ConfigError(ArgtuiError):
+    """The config file (or an override) is unusable; the message names where and why."""
+
+
+@dataclass(frozen=True)
+class Paths:
+    config_file: Path
+    data_dir: Path
+
+    @property
+    def database(self) -> Path:
+        return self.data_dir / "argtui.sqlite3"
+
+    @classmethod
+    def resolve(cls) -> "Paths":
+        home = os.environ.get("ARGTUI_HOME")
+        if home:
+            root = Path(home).expanduser()
+            return cls(config_file=root / "config.toml", data_dir=root / "data")
+        return cls(
+            config_file=Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml",
+            data_dir=Path(platformdirs.user_data_dir(APP_NAME)),
+        )
+
+
+def embedded_profile() -> BackendProfile:
+    """The zero-config default: llama-server with SmolLM2, started by argtui itself."""
+    return BackendProfile(
+        name=EMBEDDED_PROFILE,
+        kind="llamacpp",
+        model=EMBEDDED_MODEL_NAME,
+        max_concurrency=4,
+        timeout_s=120.0,
+        embedded=True,
+    )
+
+
+@dataclass
+class Config:
+    paths: Paths
+    backends: dict[str, BackendProfile] = field(default_factory=dict)
+    default_backend: str | None = None
+    datasets: dict[str, str] = field(default_factory=dict)
+
+    def profile(self, name: str | None = None) -> BackendProfile:
+        """A configured profile by name; the default one when name is None."""
+        name = name or self.default_backend or EMBEDDED_PROFILE
+        if name == EMBEDDED_PROFILE and name not in self.backends:
+            return embedded_profile()
+        try:
+            return self.backends[name]
+        except KeyError:
+            known = ", ".join(sorted(set(self.backends) | {EMBEDDED_PROFILE}))
+            raise ConfigError(
+                f"no backend profile named {name!r} (known: {known}); "
+                f"add [backends.{name}] to {self.paths.config_file}"
+            ) from None
+
+    def profile_names(self) -> list[str]:
+        names = list(self.backends)
+        if EMBEDDED_PROFILE not in names:
+            names.append(EMBEDDED_PROFILE)
+        return names
+
+    def to_toml_dict(self) -> dict:
+        data: dict = {}
+        if self.default_backend:
+            data["default_backend"] = self.default_backend
+        backends = {
+            name: profile.model_dump(exclude={"name", "embedded"}, exclude_none=True)
+            for name, profile in self.backends.items()
+            if name != ENV_PROFILE
+        }
+        if backends:
+            data["backends"] = backends
+        if self.datasets:
+            data["datasets"] = dict(self.datasets)
+        return data
+
+    def save(self) -> None:
+        self.paths.config_file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.paths.config_file.with_suffix(".toml.tmp")
+        tmp.write_text(tomli_w.dumps(self.to_toml_dict()), encoding="utf-8")
+        tmp.replace(self.paths.config_file)
+
+    def add_backend(self, profile: BackendProfile, make_default: bool = False) -> None:
+        self.backends[profile.name] = profile
+        if make_default:
+            self.default_backend = profile.name
+        self.save()
+
+
+def load_config(paths: Paths | None = None) -> Config:
+    paths = paths or Paths.resolve()
+    raw: dict = {}
+    if paths.config_file.exists():
+        try:
+            raw = tomllib.loads(paths.config_file.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{paths.config_file}: invalid TOML: {exc}") from None
+    config = Config(paths=paths)
+    for name, table in (raw.get("backends") or {}).items():
+        if not isinstance(table, dict):
+            raise ConfigError(f"{paths.config_file}: [backends.{name}] must be a table")
+        try:
+            config.backends[name] = BackendProfile(name=name, **table)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
+            )
+            raise ConfigError(f"{paths.config_file}: [backends.{name}]: {problems}") from None
+    config.default_backend = raw.get("default_backend")
+    config.datasets = {str(k): str(v) for k, v in (raw.get("datasets") or {}).items()}
+    _apply_environment(config)
+    if config.default_backend and config.default_backend != EMBEDDED_PROFILE:
+        config.profile(config.default_backend)  # fail early on a dangling default
+    return config
+
+
+def _apply_environment(config: Config) -> None:
+    base_url = os.environ.get("ARGTUI_BASE_URL")
+    if base_url:
+        config.backends[ENV_PROFILE] = BackendProfile(
+            name=ENV_PROFILE,
+            kind=os.environ.get("ARGTUI_BACKEND_KIND", "openai"),  # type: ignore[arg-type]
+            base_urls=[base_url],
+            model=os.environ.get("ARGTUI_MODEL", ""),
+            api_key_env=os.environ.get("ARGTUI_API_KEY_ENV") or None,
+        )
+        config.default_backend = ENV_PROFILE
+    chosen = os.environ.get("ARGTUI_BACKEND")
+    if chosen:
+        config.default_backend = chosen

@@ -1,0 +1,45 @@
+"""A rich progress bar that follows an engine's BatchProgress callbacks."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Callable, Iterator
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from engines.batch import BatchProgress
+
+
+@contextmanager
+def batch_progress_bar(description: str, console: Console | None = None) -> Iterator[Callable[[BatchProgress], None]]:
+    """Yields an `on_progress` callback; the bar goes to stderr so stdout stays clean for --json."""
+    console = console or Console(stderr=True)
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[note]}"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=False,
+    ) as bar:
+        task = bar.add_task(description, total=None, note="")
+
+        def update(progress: BatchProgress) -> None:
+            notes = []
+            if progress.skipped:
+                notes.append(f"{progress.skipped} resumed")
+            if progress.invalid:
+                notes.append(f"{progress.invalid} invalid")
+            bar.update(task, total=progress.total, completed=progress.done, note=", ".join(notes))
+
+        yield update

@@ -1,0 +1,89 @@
+"""Wiring: config + database + LLM clients, with the embedded server started on demand.
+
+One Runtime per process and event loop; the CLI commands and the app share it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from argtui.config import Config, load_config
+from engines.llm.client import LLMClient
+from engines.llm.embedded import embedded_server
+from engines.llm.profile import BackendProfile
+from engines.llm.servers import ManagedServer
+from engines.llm.status import BackendStatus, probe
+from store import Database
+from store.llm_cache import ResponseCache
+
+
+class Runtime:
+    def __init__(self, config: Config | None = None):
+        self.config = config or load_config()
+        self._db: Database | None = None
+        self._embedded: ManagedServer | None = None
+        self._embedded_lock = asyncio.Lock()
+        self._clients: dict[str, LLMClient] = {}
+
+    @property
+    def db(self) -> Database:
+        if self._db is None:
+            self._db = Database(self.config.paths.database)
+        return self._db
+
+    @property
+    def embedded_server(self) -> ManagedServer | None:
+        return self._embedded
+
+    async def start_embedded(self) -> ManagedServer:
+        async with self._embedded_lock:
+            if self._embedded is None or not self._embedded.running:
+                server = embedded_server(self.config.paths.data_dir / "logs" / "llama-server.log")
+                server.start()
+                self._embedded = server
+                try:
+                    await server.wait_ready()
+                except BaseException:
+                    self._embedded = None
+                    server.stop()
+                    raise
+            return self._embedded
+
+    async def resolve(self, name: str | None = None) -> BackendProfile:
+        """The profile by name (default when None), with the embedded server's URL filled in."""
+        profile = self.config.profile(name)
+        if profile.embedded:
+            server = await self.start_embedded()
+            profile = profile.model_copy(update={"base_urls": [server.url]})
+        return profile
+
+    async def client(self, name: str | None = None) -> LLMClient:
+        profile = await self.resolve(name)
+        client = self._clients.get(profile.name)
+        if client is None or client.profile.base_urls != profile.base_urls:
+            client = LLMClient(profile, ResponseCache(self.db))
+            self._clients[profile.name] = client
+        return client
+
+    async def status(self, name: str | None = None) -> BackendStatus:
+        profile = self.config.profile(name)
+        try:
+            client = await self.client(profile.name)
+        except Exception as exc:  # start failures become a status line, not a crash
+            return BackendStatus(
+                name=profile.name, kind=profile.kind, urls=list(profile.base_urls),
+                embedded=profile.embedded, error=str(exc),
+            )
+        start_s = self._embedded.ready_after_s if profile.embedded and self._embedded else None
+        return await probe(client, start_s)
+
+    async def aclose(self) -> None:
+        for client in self._clients.values():
+            await client.aclose()
+        self._clients.clear()
+        if self._embedded is not None:
+            self._embedded.stop()
+            self._embedded = None
+        if self._db is not None:
+            self._db.close()
+            self._db = None

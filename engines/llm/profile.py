@@ -1,0 +1,66 @@
+"""Backend profiles: where an LLM lives and how to talk to it."""
+
+from __future__ import annotations
+
+import os
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+BackendKind = Literal["vllm", "llamacpp", "openai"]
+EMBEDDED_PROFILE = "embedded"
+
+
+class Sampling(BaseModel):
+    """Sampling parameters sent with a request; unset fields are left to the server."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int | None = None
+    seed: int | None = None
+
+    def merged(self, override: "Sampling | None") -> "Sampling":
+        if override is None:
+            return self
+        values = self.model_dump()
+        values.update(override.model_dump(exclude_none=True))
+        return Sampling(**values)
+
+    def as_request(self) -> dict:
+        return self.model_dump(exclude_none=True)
+
+
+class BackendProfile(BaseModel):
+    """A named backend from the config file (or the embedded default)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    kind: BackendKind = "vllm"
+    base_urls: list[str] = Field(default_factory=list)
+    model: str = ""
+    api_key_env: str | None = None
+    max_concurrency: int = Field(default=16, ge=1, le=4096)
+    timeout_s: float = Field(default=120.0, gt=0)
+    retries: int = Field(default=3, ge=0, le=20)
+    sampling: Sampling = Field(default_factory=Sampling)
+    embedded: bool = False
+
+    @field_validator("base_urls")
+    @classmethod
+    def _strip_slash(cls, urls: list[str]) -> list[str]:
+        return [url.rstrip("/") for url in urls]
+
+    def api_key(self) -> str | None:
+        """The key is read from the environment at call time and never stored."""
+        if not self.api_key_env:
+            return None
+        return os.environ.get(self.api_key_env) or None
+
+    def public_dict(self) -> dict:
+        """What may be shown or exported: the key's variable name, never its value."""
+        data = self.model_dump(exclude={"embedded"})
+        data["api_key_set"] = self.api_key() is not None
+        return data

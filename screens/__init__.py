@@ -1,0 +1,1 @@
+"""Textual screens and widgets. Presentation only: they call engines and render results."""

@@ -1,0 +1,89 @@
+"""Opening the SQLite database: WAL, foreign keys, busy timeout, schema version."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import sqlite3
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, SQLModel, create_engine
+
+import store
+from store.migrations import SCHEMA_VERSION, migrate
+
+BUSY_TIMEOUT_MS = 10_000
+
+
+class StoreError(Exception):
+    """The database cannot be opened or is from a newer argtui."""
+
+
+def _register_tables() -> None:
+    """Import every module of the package so all SQLModel tables are in the metadata."""
+    for module in pkgutil.iter_modules(store.__path__):
+        importlib.import_module(f"store.{module.name}")
+
+
+def _configure_connection(dbapi_connection: sqlite3.Connection, _record) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    # NORMAL is durable across application crashes in WAL mode (kill -9 included);
+    # only an OS crash or power loss may drop the last transactions.
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    cursor.close()
+
+
+class Database:
+    """One SQLite file. Safe to share across threads; two processes may open it at once."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.engine: Engine = create_engine(
+            f"sqlite:///{self.path}",
+            connect_args={"check_same_thread": False, "timeout": BUSY_TIMEOUT_MS / 1000},
+        )
+        event.listen(self.engine, "connect", _configure_connection)
+        _register_tables()
+        self._initialise()
+
+    def _initialise(self) -> None:
+        with self.engine.begin() as conn:
+            version = conn.exec_driver_sql("PRAGMA user_version").scalar_one()
+            if version > SCHEMA_VERSION:
+                raise StoreError(
+                    f"{self.path}: schema version {version} is newer than this argtui "
+                    f"understands ({SCHEMA_VERSION}); upgrade argtui"
+                )
+            if 0 < version < SCHEMA_VERSION:
+                migrate(conn, version)
+        # create_all only adds missing tables, so new tables need no migration step.
+        SQLModel.metadata.create_all(self.engine)
+        with self.engine.begin() as conn:
+            conn.exec_driver_sql(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+    @property
+    def schema_version(self) -> int:
+        with self.engine.connect() as conn:
+            return conn.exec_driver_sql("PRAGMA user_version").scalar_one()
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """A session that commits on success and rolls back on error."""
+        with Session(self.engine, expire_on_commit=False) as session:
+            try:
+                yield session
+                session.commit()
+            except BaseException:
+                session.rollback()
+                raise
+
+    def close(self) -> None:
+        self.engine.dispose()
