@@ -22,6 +22,16 @@ from store import StoreError
 err_console = Console(stderr=True)
 
 
+# Subcommands that group several tasks: a module named `<group>_<task>.py` in
+# argtui/commands registers `argtui <group> <task>` (e.g. eval_pairwise.py).
+GROUPS = {
+    "eval": "run a judge over a dataset and report agreement with the reference",
+    "import": "import data into the database",
+    "export": "export stored data",
+    "agreement": "agreement tables between raters and judges",
+}
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="argtui",
@@ -30,9 +40,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"argtui {__version__}")
     parser.add_argument("--backend", help="backend profile for the app (default: the configured default)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module_info in sorted(pkgutil.iter_modules(argtui.commands.__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"argtui.commands.{module_info.name}")
-        module.register(subparsers)
+    modules = sorted(m.name for m in pkgutil.iter_modules(argtui.commands.__path__))
+    group_parsers = {}
+    for name in modules:
+        group = name.split("_", 1)[0]
+        if group in GROUPS and "_" in name:
+            if group not in group_parsers:
+                group_parser = subparsers.add_parser(group, help=GROUPS[group])
+                group_parsers[group] = group_parser.add_subparsers(
+                    dest=f"{group}_task", metavar="TASK", required=True
+                )
+            importlib.import_module(f"argtui.commands.{name}").register(group_parsers[group])
+        else:
+            importlib.import_module(f"argtui.commands.{name}").register(subparsers)
     return parser
 
 

@@ -1,0 +1,1 @@
+"""Pure metric functions (numpy/scipy, no I/O): classification, agreement, ranking, bootstrap."""

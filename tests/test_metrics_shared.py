@@ -1,0 +1,50 @@
+"""Shared metric functions against hand-computed fixtures and independent references."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from engines.metrics.bootstrap import bootstrap_ci
+from engines.metrics.classification import classification_report, positive_class_scores
+
+
+def test_report_matches_hand_computed_values():
+    gold = ["C", "C", "P", "P", "P", "M", None]
+    pred = ["C", "P", "P", "P", None, "M", "C"]
+    report = classification_report(gold, pred, ["M", "C", "P"])
+    assert report.n == 6 and report.excluded == 1 and report.invalid == 1
+    # P: tp 2, predicted 3 (one gold C), support 3 (one invalid) -> p 2/3, r 2/3
+    assert report.per_class["P"].precision == pytest.approx(2 / 3)
+    assert report.per_class["P"].recall == pytest.approx(2 / 3)
+    assert report.per_class["C"].f1 == pytest.approx(2 / 3)  # p 1, r 1/2
+    assert report.per_class["M"].f1 == 1.0
+    assert report.macro_f1 == pytest.approx((1 + 2 / 3 + 2 / 3) / 3)
+    assert report.weighted_f1 == pytest.approx((1 * 1 + 2 / 3 * 2 + 2 / 3 * 3) / 6)
+    assert report.confusion["P"] == {"M": 0, "C": 0, "P": 2, "invalid": 1}
+    assert report.accuracy == pytest.approx(4 / 6)
+
+
+def test_unknown_gold_label_is_an_error():
+    with pytest.raises(ValueError, match="X"):
+        classification_report(["X"], ["A"], ["A", "B"])
+
+
+def test_positive_class_threshold_and_nulls():
+    gold = [1, 1, 0, 0, None, 1]
+    scores = [0.9, 0.5, 0.7, 0.1, 0.99, None]
+    s = positive_class_scores(gold, scores)
+    # tp: 0.9, 0.5 -> 2; fp: 0.7 -> 1; fn: None -> 1
+    assert (s.precision, s.recall) == (pytest.approx(2 / 3), pytest.approx(2 / 3))
+    assert s.support == 3
+
+
+def test_bootstrap_interval_brackets_the_estimate_and_matches_scipy_pearson():
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=200)
+    y = x + rng.normal(scale=0.5, size=200)
+    interval = bootstrap_ci(lambda idx: stats.pearsonr(x[idx], y[idx])[0], len(x), resamples=300)
+    assert interval.estimate == pytest.approx(stats.pearsonr(x, y)[0])
+    assert interval.low < interval.estimate < interval.high
+    assert interval.high - interval.low < 0.2
