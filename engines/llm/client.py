@@ -39,6 +39,7 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 MAX_TOP_LOGPROBS = 20  # vLLM's cap
+MAX_N_PER_REQUEST = {"llamacpp": 4}  # llama-server refuses n > 4
 BACKOFF_BASE_S = 0.5
 BACKOFF_MAX_S = 20.0
 
@@ -216,11 +217,6 @@ class LLMClient:
         }
         _, latency = await self._request("POST", f"{self._next_url()}/chat/completions", body)
         return latency
-
-    @property
-    def supports_n(self) -> bool:
-        # llama-server ignores `n` in chat completions; separate requests share its prompt cache.
-        return self.profile.kind != "llamacpp"
 
     # ------------------------------------------------------------------ public calls
 
@@ -409,24 +405,19 @@ class LLMClient:
                     self.accounting.cache_hits += 1
         missing = [i for i, result in enumerate(results) if result is None]
         if missing:
-            if len(missing) > 1 and self.supports_n:
-                fresh = await self._post_completions({**body, "n": len(missing)}, missing)
-            else:
-                batches = await asyncio.gather(
-                    *(self._post_completions(self._seeded(body, i), [i]) for i in missing)
-                )
-                fresh = [c for batch in batches for c in batch]
+            # Samples go in requests with n, so the prompt is prefilled once per request.
+            size = MAX_N_PER_REQUEST.get(self.profile.kind, len(missing))
+            chunks = [missing[i : i + size] for i in range(0, len(missing), size)]
+            batches = await asyncio.gather(
+                *(self._post_completions({**body, "n": len(chunk)} if len(chunk) > 1 else body, chunk)
+                  for chunk in chunks)
+            )
+            fresh = [completion for batch in batches for completion in batch]
             for completion in fresh:
                 results[completion.sample_index] = completion
                 if self.cache:
                     self.cache.put(keys[completion.sample_index], model, _completion_to_cache(completion))
         return [r for r in results if r is not None]
-
-    @staticmethod
-    def _seeded(body: dict, sample_index: int) -> dict:
-        if sample_index and body.get("seed") is not None:
-            return {**body, "seed": body["seed"] + sample_index}
-        return body
 
     async def _post_completions(self, body: dict, sample_indices: list[int]) -> list[Completion]:
         url = self._next_url()
