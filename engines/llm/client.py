@@ -16,6 +16,7 @@ import math
 import random
 import time
 from collections import Counter
+from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator, Protocol, Sequence, TypeVar
 
 import httpx
@@ -40,6 +41,7 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 MAX_TOP_LOGPROBS = 20  # vLLM's cap
 MAX_N_PER_REQUEST = {"llamacpp": 4}  # llama-server refuses n > 4
+CONNECTIONS_PER_POOL = 16
 BACKOFF_BASE_S = 0.5
 BACKOFF_MAX_S = 20.0
 
@@ -164,22 +166,33 @@ class LLMClient:
         self.accounting = Accounting()
         self.base_urls = [_normalise_base_url(url) for url in profile.base_urls]
         self._next_url = itertools.cycle(self.base_urls).__next__
-        self._semaphore = asyncio.Semaphore(profile.max_concurrency)
         self._backoff_base_s = backoff_base_s
         self._model: str | None = profile.model or None
         headers = {}
         key = profile.api_key()
         if key:
             headers["Authorization"] = f"Bearer {key}"
-        self._http = httpx.AsyncClient(
-            transport=transport,
-            headers=headers,
-            timeout=httpx.Timeout(profile.timeout_s, connect=min(10.0, profile.timeout_s)),
-            limits=httpx.Limits(
-                max_connections=profile.max_concurrency,
-                max_keepalive_connections=profile.max_concurrency,
-            ),
-        )
+        # httpx's pool scans every connection on each state change, which costs
+        # O(connections) per request; several small pools keep that flat at 256
+        # in flight. Each pool gets as many slots as it has connections, and the
+        # slot queue (FIFO) spreads requests across pools and bounds concurrency.
+        shard_count = math.ceil(profile.max_concurrency / CONNECTIONS_PER_POOL)
+        tls = httpx.create_ssl_context()  # loading CA certificates is slow: once per client
+        self._pools = [
+            httpx.AsyncClient(
+                transport=transport,
+                verify=tls,
+                headers=headers,
+                timeout=httpx.Timeout(profile.timeout_s, connect=min(10.0, profile.timeout_s)),
+                limits=httpx.Limits(
+                    max_connections=CONNECTIONS_PER_POOL, max_keepalive_connections=CONNECTIONS_PER_POOL
+                ),
+            )
+            for _ in range(shard_count)
+        ]
+        self._slots: asyncio.Queue[httpx.AsyncClient] = asyncio.Queue()
+        for index in range(profile.max_concurrency):
+            self._slots.put_nowait(self._pools[index % shard_count])
 
     async def __aenter__(self) -> "LLMClient":
         return self
@@ -188,7 +201,17 @@ class LLMClient:
         await self.aclose()
 
     async def aclose(self) -> None:
-        await self._http.aclose()
+        for pool in self._pools:
+            await pool.aclose()
+
+    @asynccontextmanager
+    async def _slot(self) -> AsyncIterator[httpx.AsyncClient]:
+        """One of `max_concurrency` request slots, with the connection pool it belongs to."""
+        http = await self._slots.get()
+        try:
+            yield http
+        finally:
+            self._slots.put_nowait(http)
 
     # ------------------------------------------------------------------ model info
 
@@ -321,12 +344,11 @@ class LLMClient:
             return
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
-        async with self._semaphore:
-            completion = None
-            async for event in self._stream_request(body):
-                if isinstance(event, Completion):
-                    completion = event
-                yield event
+        completion = None
+        async for event in self._stream_request(body):
+            if isinstance(event, Completion):
+                completion = event
+            yield event
         if completion is not None:
             self.accounting.record(completion.usage)
             if self.cache:
@@ -421,8 +443,7 @@ class LLMClient:
 
     async def _post_completions(self, body: dict, sample_indices: list[int]) -> list[Completion]:
         url = self._next_url()
-        async with self._semaphore:
-            data, latency = await self._request("POST", f"{url}/chat/completions", body)
+        data, latency = await self._request("POST", f"{url}/chat/completions", body)
         choices = sorted(data.get("choices") or [], key=lambda c: c.get("index", 0))
         if len(choices) < len(sample_indices):
             raise BackendError(
@@ -459,7 +480,8 @@ class LLMClient:
             started = time.perf_counter()
             try:
                 self.accounting.requests += 1
-                response = await self._http.request(method, url, json=body)
+                async with self._slot() as http:
+                    response = await http.request(method, url, json=body)
                 if response.status_code in RETRY_STATUS and attempt < self.profile.retries:
                     await self._backoff(attempt, response.headers.get("retry-after"))
                     attempt += 1
@@ -505,7 +527,7 @@ class LLMClient:
         while True:
             try:
                 self.accounting.requests += 1
-                async with self._http.stream("POST", url, json=body) as response:
+                async with self._slot() as http, http.stream("POST", url, json=body) as response:
                     if response.status_code in RETRY_STATUS and attempt < self.profile.retries:
                         await response.aread()
                         await self._backoff(attempt, response.headers.get("retry-after"))
