@@ -100,6 +100,32 @@ def label_distribution(
     return {label: value / total for label, value in mass.items()}
 
 
+def json_schema_constraint(model_cls: type[BaseModel]) -> dict:
+    """Request fields that constrain the output to `model_cls`'s JSON schema."""
+    return {
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {
+                "name": model_cls.__name__,
+                "schema": model_cls.model_json_schema(),
+                "strict": True,
+            },
+        }
+    }
+
+
+def parse_structured(model_cls: type[ModelT], completion: Completion) -> Structured[ModelT]:
+    """Validate a completion's text into `model_cls`; failures keep the raw text and why."""
+    try:
+        value = model_cls.model_validate_json(completion.text)
+        return Structured(value, completion.text, None, completion.usage)
+    except ValidationError as exc:
+        error = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'output'}: {e['msg']}" for e in exc.errors()
+        )
+        return Structured(None, completion.text, error, completion.usage)
+
+
 def _normalise_base_url(url: str) -> str:
     url = url.rstrip("/")
     scheme_and_host = url.split("://", 1)[-1]
@@ -306,35 +332,24 @@ class LLMClient:
         n: int = 1,
     ) -> list[Structured[ModelT]]:
         """JSON-schema constrained output, validated into `model_cls` (one result per sample)."""
-        schema = model_cls.model_json_schema()
-        constraint = {
-            "response_format": {
-                "type": "json_schema",
-                "json_schema": {"name": model_cls.__name__, "schema": schema, "strict": True},
-            }
-        }
         completions = await self._complete(
-            messages, n, self.profile.sampling.merged(sampling), 0, constraint
+            messages, n, self.profile.sampling.merged(sampling), 0, json_schema_constraint(model_cls)
         )
-        results = []
-        for completion in completions:
-            try:
-                value = model_cls.model_validate_json(completion.text)
-                results.append(Structured(value, completion.text, None, completion.usage))
-            except ValidationError as exc:
-                error = "; ".join(
-                    f"{'.'.join(str(p) for p in e['loc']) or 'output'}: {e['msg']}"
-                    for e in exc.errors()
-                )
-                results.append(Structured(None, completion.text, error, completion.usage))
-        return results
+        return [parse_structured(model_cls, completion) for completion in completions]
 
     async def stream(
-        self, messages: Sequence[Message], sampling: Sampling | None = None
+        self,
+        messages: Sequence[Message],
+        sampling: Sampling | None = None,
+        *,
+        constraint: dict | None = None,
     ) -> AsyncIterator[StreamEvent]:
-        """Text deltas as they arrive, then the whole Completion (from the cache: one delta)."""
+        """Text deltas as they arrive, then the whole Completion (from the cache: one delta).
+
+        `constraint` is any request field set such as `json_schema_constraint(Model)`.
+        """
         sampling = self.profile.sampling.merged(sampling)
-        body, key = await self._body_and_key(messages, sampling, 0, {}, 0)
+        body, key = await self._body_and_key(messages, sampling, 0, constraint or {}, 0)
         cached = self.cache.get(key) if self.cache else None
         if cached is not None:
             completion = _completion_from_cache(cached, 0)
