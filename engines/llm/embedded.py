@@ -85,6 +85,9 @@ def embedded_server(log_path: Path, settings: EmbeddedSettings = EmbeddedSetting
         "--parallel", str(settings.slots),
         "--ctx-size", str(settings.slots * settings.context_per_slot),
         "--alias", EMBEDDED_MODEL_NAME,
+        # Sleep instead of spinning while waiting for work: a spinning server starves
+        # everything else on a small machine, the app and other servers included.
+        "--poll", "0",
     ]
     if settings.threads:
         command += ["--threads", str(settings.threads)]
