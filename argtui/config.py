@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from engines.errors import ArgtuiError
 from engines.llm.embedded import EMBEDDED_MODEL_NAME
 from engines.llm.profile import EMBEDDED_PROFILE, BackendProfile
+from engines.retrieval.settings import RetrievalSettings
 
 APP_NAME = "argtui"
 ENV_PROFILE = "env"
@@ -70,6 +71,7 @@ class Config:
     backends: dict[str, BackendProfile] = field(default_factory=dict)
     default_backend: str | None = None
     datasets: dict[str, str] = field(default_factory=dict)
+    retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
 
     def profile(self, name: str | None = None) -> BackendProfile:
         """A configured profile by name; the default one when name is None."""
@@ -104,6 +106,9 @@ class Config:
             data["backends"] = backends
         if self.datasets:
             data["datasets"] = dict(self.datasets)
+        retrieval = self.retrieval.model_dump(exclude_defaults=True)
+        if retrieval:
+            data["retrieval"] = retrieval
         return data
 
     def save(self) -> None:
@@ -134,16 +139,29 @@ def load_config(paths: Paths | None = None) -> Config:
         try:
             config.backends[name] = BackendProfile(name=name, **table)
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
-            )
-            raise ConfigError(f"{paths.config_file}: [backends.{name}]: {problems}") from None
+            raise ConfigError(f"{paths.config_file}: [backends.{name}]: {_problems(exc)}") from None
     config.default_backend = raw.get("default_backend")
     config.datasets = {str(k): str(v) for k, v in (raw.get("datasets") or {}).items()}
+    config.retrieval = _retrieval_settings(paths, raw.get("retrieval") or {})
     _apply_environment(config)
     if config.default_backend and config.default_backend != EMBEDDED_PROFILE:
         config.profile(config.default_backend)  # fail early on a dangling default
     return config
+
+
+def _retrieval_settings(paths: Paths, table: object) -> RetrievalSettings:
+    if not isinstance(table, dict):
+        raise ConfigError(f"{paths.config_file}: [retrieval] must be a table")
+    try:
+        return RetrievalSettings(**table)
+    except ValidationError as exc:
+        raise ConfigError(f"{paths.config_file}: [retrieval]: {_problems(exc)}") from None
+
+
+def _problems(exc: ValidationError) -> str:
+    return "; ".join(
+        ": ".join(part for part in (".".join(str(p) for p in err["loc"]), err["msg"]) if part) for err in exc.errors()
+    )
 
 
 def _apply_environment(config: Config) -> None:

@@ -67,3 +67,61 @@ def shared_data() -> Path:
     if not path.is_dir():
         pytest.skip(f"shared datasets not found at {path} (set ARGTUI_SHARED_DATA)")
     return path
+
+
+@pytest.fixture(scope="session")
+def osmem_es():
+    """A real osmem-server (in-memory OpenSearch/Elasticsearch REST API) on a free loopback port.
+
+    Yields `(url, node_class)`. osmem answers 406 to the Elasticsearch client's
+    `application/vnd.elasticsearch+json; compatible-with=N` media types, so tests
+    give the client `node_class`, which sends plain `application/json`.
+    """
+    from elastic_transport import HttpxAsyncHttpNode
+    from osmem_server import OsmemServer
+
+    class PlainJson(HttpxAsyncHttpNode):
+        async def perform_request(self, method, target, body=None, headers=None, **kwargs):
+            if headers:
+                headers = headers.copy()
+                for name in ("accept", "content-type"):
+                    if name in headers:
+                        headers[name] = (
+                            "application/x-ndjson" if "ndjson" in headers[name] else "application/json"
+                        )
+            return await super().perform_request(method, target, body=body, headers=headers, **kwargs)
+
+    server = OsmemServer.start(japanese=False, addr="127.0.0.1:0")
+    try:
+        yield server.url, PlainJson
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def offline_backend(argtui_home) -> str:
+    """Make the default backend a closed loopback port: the app starts no model server and
+    its status check fails at once, so screens render deterministically."""
+    from argtui.config import load_config
+    from engines.llm.servers import free_loopback_port
+
+    profile = BackendProfile(
+        name="offline", kind="vllm", base_urls=[f"http://127.0.0.1:{free_loopback_port()}/v1"],
+        model="offline", retries=0, timeout_s=5,
+    )
+    load_config().add_backend(profile, make_default=True)
+    return profile.name
+
+
+@pytest.fixture
+def until():
+    """`await until(pilot, condition, timeout_s=60)`: let the app run until condition() holds."""
+
+    async def wait(pilot, condition, timeout_s: float = 60.0) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while not condition():
+            assert loop.time() < deadline, "condition not met in time"
+            await pilot.pause(0.05)
+
+    return wait

@@ -1,0 +1,140 @@
+"""Datasets & index: which argument base the debate bot searches, what it holds; rebuild it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, ProgressBar, Static
+
+from engines.errors import ArgtuiError
+from engines.retrieval import IndexStatus, RetrievalSettings
+from engines.retrieval.corpus import BUNDLED_DATASETS
+from engines.retrieval.embedded import EmbeddedIndex, embedded_index_dir, run_write
+from engines.retrieval.settings import open_elasticsearch
+from screens.modes import Mode
+from screens.services import services
+
+COLUMNS = ("source", "arguments", "dataset", "license")
+
+
+class DatasetsScreen(Screen):
+    BINDINGS = [
+        Binding("escape", "app.pop_screen", "Back"),
+        Binding("b", "rebuild", "Rebuild index"),
+        Binding("r", "reload", "Reload"),
+    ]
+    DEFAULT_CSS = """
+    DatasetsScreen #index-summary { height: auto; padding: 0 1; margin-bottom: 1; }
+    DatasetsScreen #sources { height: auto; max-height: 12; }
+    DatasetsScreen #build-progress { margin: 1 1; }
+    DatasetsScreen #datasets-hint { height: auto; padding: 0 1; color: $text-muted; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static("Reading the index…", id="index-summary")
+        yield DataTable(id="sources", cursor_type="row", zebra_stripes=True)
+        yield ProgressBar(id="build-progress", show_eta=False)
+        yield Static(
+            "The debate bot retrieves its evidence from this argument base. `argtui index import-rad PATH` adds "
+            "Touché RAD arguments; `[retrieval]` in the config file switches to Elasticsearch. The bundled "
+            "datasets' attribution is in engines/datasets/data/ATTRIBUTION.md.",
+            id="datasets-hint",
+            markup=False,
+        )
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = "Datasets & index"
+        self.query_one(DataTable).add_columns(*COLUMNS)
+        self.query_one(ProgressBar).display = False
+        self.action_reload()
+
+    def _settings(self) -> tuple[RetrievalSettings, Path]:
+        config = services(self).config  # type: ignore[attr-defined]  # the app's Runtime carries the config
+        return config.retrieval, config.paths.data_dir
+
+    def action_reload(self) -> None:
+        self.run_worker(self._load(), exclusive=True, group="index-status")
+
+    async def _load(self) -> None:
+        settings, data_dir = self._settings()
+        try:
+            if settings.backend == "elasticsearch" and settings.es_url:
+                retriever = open_elasticsearch(settings.es_url, settings.index, settings.api_key())
+                try:
+                    status = await retriever.status()
+                finally:
+                    await retriever.aclose()
+            else:
+                status = EmbeddedIndex(embedded_index_dir(data_dir)).status()
+        except ArgtuiError as exc:
+            self._show_error(settings, str(exc))
+            return
+        self._show(settings, status)
+
+    def _show(self, settings: RetrievalSettings, status: IndexStatus | None) -> None:
+        summary = Text()
+        summary.append("Active backend: ", style="bold")
+        summary.append("embedded tantivy index" if settings.backend == "tantivy" else "Elasticsearch")
+        if status is None:
+            summary.append("\nNot built yet. ", style="bold yellow")
+            summary.append("Press b to build it from the bundled corpus (a few seconds); the first search builds it too.")
+        else:
+            summary.append(f"\n{status.location}\n")
+            summary.append(f"{status.total:,} arguments", style="bold")
+            if status.size_bytes is not None:
+                summary.append(f", {status.size_bytes / 1e6:.1f} MB")
+            if status.built_at:
+                summary.append(f", {status.build_note}")
+        self.query_one("#index-summary", Static).update(summary)
+        counts = status.sources if status else {}
+        table = self.query_one(DataTable)
+        table.clear()
+        for source in sorted({*BUNDLED_DATASETS, *counts}):
+            dataset, license_name = BUNDLED_DATASETS.get(source, ("imported", "see its source"))
+            indexed = f"{counts[source]:,}" if source in counts else "not indexed"
+            table.add_row(source, indexed, dataset, license_name)
+
+    def _show_error(self, settings: RetrievalSettings, message: str) -> None:
+        summary = Text.assemble(("Active backend: ", "bold"), settings.backend, "\n", (message, "bold red"))
+        self.query_one("#index-summary", Static).update(summary)
+
+    def action_rebuild(self) -> None:
+        settings, _ = self._settings()
+        if settings.backend != "tantivy":
+            self.notify("This rebuilds the embedded index; fill Elasticsearch with `argtui index push`.",
+                        severity="warning")
+            return
+        self.run_worker(self._rebuild(), exclusive=True, group="index-build")
+
+    async def _rebuild(self) -> None:
+        _, data_dir = self._settings()
+        bar = self.query_one(ProgressBar)
+        bar.update(total=None, progress=0)
+        bar.display = True
+        index = EmbeddedIndex(embedded_index_dir(data_dir))
+        try:
+            seconds = await run_write(
+                index.build_bundled, lambda progress: bar.update(total=progress.total, progress=progress.done)
+            )
+        except ArgtuiError as exc:
+            self.notify(str(exc), title="Index not rebuilt", severity="error")
+        else:
+            self.notify(f"Rebuilt in {seconds:.1f} s", title="Argument index")
+        finally:
+            bar.display = False
+        await self._load()
+
+
+MODE = Mode(
+    name="datasets",
+    title="Datasets & index",
+    description="The argument base the debate bot retrieves from: backend, corpora and their sizes; rebuild it.",
+    make_screen=DatasetsScreen,
+    order=70,
+)
