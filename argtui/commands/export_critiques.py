@@ -1,0 +1,43 @@
+"""`argtui export critiques [--format jsonl|csv] [--output PATH]`: every critique with all its
+ratings, revisions included (each names the rating it revises and the reason)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from argtui.commands import run_with_runtime
+from argtui.runtime import Runtime
+from engines.critiques.files import export_records, render
+from store.critiques import CritiqueRepository
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "critiques",
+        help="export positions, critiques and every rating (JSONL or CSV)",
+        description="JSONL: one object per critique with its ratings; CSV: one row per rating. "
+        "Revisions are kept next to the ratings they revise. The output imports back unchanged.",
+    )
+    parser.add_argument("--format", choices=("jsonl", "csv"), help="default: from --output's name, else jsonl")
+    parser.add_argument("--output", type=Path, metavar="PATH", help="write here instead of stdout")
+    parser.set_defaults(handler=_export)
+
+
+async def _records(runtime: Runtime) -> list[dict]:
+    return export_records(CritiqueRepository(runtime.db))
+
+
+def _export(args) -> int:
+    file_format = args.format or ("csv" if args.output and args.output.suffix == ".csv" else "jsonl")
+    text = render(run_with_runtime(_records), file_format)
+    if args.output is None:
+        sys.stdout.write(text)
+        return 0
+    # Written next to the target and moved into place: an interrupted export leaves no half file.
+    partial = args.output.with_name(args.output.name + ".partial")
+    partial.write_text(text, encoding="utf-8")
+    os.replace(partial, args.output)
+    print(f"wrote {args.output}", file=sys.stderr)
+    return 0

@@ -1,0 +1,146 @@
+"""Agreement: the seed-002 losses of raters and LLM judges against a reference rater, the random
+judge, each rater against the mean of the others, and every rater's progress."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Static
+
+from engines.critiques.agreement import (
+    TABLE_COLUMNS,
+    TABLE_LEGEND,
+    AgreementError,
+    AgreementReport,
+    Comparison,
+    agreement_report,
+    table_rows,
+)
+from screens.demo_notice import DemoNotice
+from screens.modes import Mode
+from screens.services import services
+from store.critiques import HUMAN, CritiqueRepository, RatingVersion
+
+
+class AgreementScreen(Screen):
+    BINDINGS = [
+        Binding("escape", "app.pop_screen", "Back"),
+        Binding("r", "next_reference", "Next reference"),
+        Binding("f", "toggle_first", "First/latest ratings"),
+        Binding("l", "reload", "Reload"),
+    ]
+    DEFAULT_CSS = """
+    AgreementScreen #heading { height: auto; padding: 0 1; background: $boost; }
+    AgreementScreen #tables { height: 1fr; }
+    AgreementScreen DataTable { height: auto; margin-bottom: 1; }
+    AgreementScreen .title { padding: 0 1; text-style: bold; }
+    AgreementScreen #legend { padding: 0 1; color: $text-muted; }
+    """
+
+    def __init__(self, reference: str | None = None) -> None:
+        super().__init__()
+        self.reference = reference
+        self.which: RatingVersion = "current"
+        self.report: AgreementReport | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield DemoNotice()
+        yield Static(id="heading")
+        with VerticalScroll(id="tables"):
+            yield Static("Against the reference", classes="title", id="title-reference")
+            yield DataTable(id="versus-reference", cursor_type="row", zebra_stripes=True, header_height=2)
+            yield Static("Each rater against the mean of the other raters", classes="title")
+            yield DataTable(id="versus-others", cursor_type="row", zebra_stripes=True, header_height=2)
+            yield Static("Progress (rated / total)", classes="title")
+            yield DataTable(id="progress", cursor_type="row", zebra_stripes=True)
+            yield Static(TABLE_LEGEND, id="legend")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = "Agreement"
+        for table_id in ("#versus-reference", "#versus-others"):
+            self.query_one(table_id, DataTable).add_columns(*TABLE_COLUMNS)
+        self.query_one("#progress", DataTable).add_columns("rater", "kind", "rated", "of")
+        self.action_reload()
+
+    def _raters(self) -> list[str]:
+        """Human raters first (the usual references), then judges."""
+        raters = [r for r in CritiqueRepository(services(self).db).raters() if r.rated]
+        return [r.name for r in sorted(raters, key=lambda r: (r.kind != HUMAN, r.name))]
+
+    def action_reload(self) -> None:
+        raters = self._raters()
+        if not raters:
+            self.query_one("#heading", Static).update(
+                "No ratings yet. Import critiques (argtui import critiques --demo) and rate them on the "
+                "Rating screen, or run argtui eval critiques."
+            )
+            return
+        if self.reference not in raters:
+            last = CritiqueRepository(services(self).db).last_active_rater()
+            self.reference = last if last in raters else raters[0]
+        self._heading(self.reference, "computing…")
+        self.compute(self.reference, self.which)
+
+    def _heading(self, reference: str, hint: str) -> None:
+        self.query_one("#heading", Static).update(Text.assemble(
+            ("reference ", "dim"), (reference, "bold"),
+            ("  ·  ", "dim"), "latest revisions" if self.which == "current" else "first ratings",
+            (f"  ·  {hint}", "dim"),
+        ))
+
+    @work(thread=True, exclusive=True, group="agreement")
+    def compute(self, reference: str, which: RatingVersion) -> None:
+        repo = CritiqueRepository(services(self).db)
+        positions = repo.positions()
+        position_of = {c.uid: p.uid for p in positions for c in p.critiques}
+        total = sum(len(p.critiques) for p in positions)
+        try:
+            report = agreement_report(repo.ratings(which=which), position_of, total, reference)
+        except AgreementError as exc:
+            self.app.call_from_thread(self.notify, str(exc), severity="warning")
+            return
+        self.app.call_from_thread(self.show, report)
+
+    def show(self, report: AgreementReport) -> None:
+        self.report = report
+        self._heading(report.reference, "r: next reference · f: first/latest")
+        self.query_one("#title-reference", Static).update(f"Against {report.reference}")
+        self._fill(self.query_one("#versus-reference", DataTable), report.versus_reference)
+        self._fill(self.query_one("#versus-others", DataTable), report.versus_others)
+        progress = self.query_one("#progress", DataTable)
+        progress.clear()
+        for p in report.progress:
+            progress.add_row(p.rater, p.kind, str(p.rated), str(p.total))
+
+    @staticmethod
+    def _fill(table: DataTable, rows: list[Comparison]) -> None:
+        table.clear()
+        for cells in table_rows(rows):
+            table.add_row(*(Text(cell, justify="left" if i == 0 else "right") for i, cell in enumerate(cells)), height=2)
+
+    def action_next_reference(self) -> None:
+        raters = self._raters()
+        if raters:
+            index = raters.index(self.reference) if self.reference in raters else -1
+            self.reference = raters[(index + 1) % len(raters)]
+            self.action_reload()
+
+    def action_toggle_first(self) -> None:
+        self.which = "first" if self.which == "current" else "current"
+        self.action_reload()
+
+
+MODE = Mode(
+    name="agreement",
+    title="Agreement",
+    description="Critique rating losses: raters and LLM judges against a reference rater, the random "
+    "judge, and each rater against the mean of the others, with bootstrap intervals.",
+    make_screen=AgreementScreen,
+    order=45,
+)

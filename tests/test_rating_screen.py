@@ -1,0 +1,191 @@
+"""The Rating and Agreement screens under Textual's pilot, with snapshots, and a rating that survives kill -9."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from textual.widgets import DataTable, OptionList, Static
+
+from argtui.app import ArgtuiApp
+from engines.critiques.demo import DEMO_PATH
+from engines.critiques.files import export_records, import_critiques
+from engines.llm.servers import free_loopback_port
+from screens.agreement import AgreementScreen
+from screens.rating import RatingScreen, TextPrompt
+from store import Database
+from store.critiques import CritiqueRepository
+
+RATED = "7896196"  # centrality .7, strength .8, correctness .9, clarity .6, dead weight .1, single issue .9, overall .6
+
+
+@pytest.fixture(autouse=True)
+def unreachable_backend(argtui_home) -> None:
+    """No model is needed here: the app's backend probe fails at once instead of starting llama-server."""
+    argtui_home.mkdir(parents=True, exist_ok=True)
+    (argtui_home / "config.toml").write_text(
+        'default_backend = "offline"\n[backends.offline]\nkind = "openai"\n'
+        f'base_urls = ["http://127.0.0.1:{free_loopback_port()}/v1"]\nretries = 0\ntimeout_s = 2\n'
+    )
+
+
+def status(app: ArgtuiApp) -> str:
+    return str(app.screen.query_one("#status", Static).render())
+
+
+async def with_demo_set(app: ArgtuiApp, pilot, screen) -> CritiqueRepository:
+    """Import the demo set into the app's database, then show `screen`."""
+    repo = CritiqueRepository(app.services.db)
+    import_critiques(repo, DEMO_PATH)
+    await app.push_screen(screen)
+    await pilot.pause()
+    await app.workers.wait_for_complete()  # the screen's own workers, started on mount
+    await pilot.pause()
+    return repo
+
+
+async def open_rating_from_home(app: ArgtuiApp, pilot) -> None:
+    modes = app.screen.query_one(OptionList)
+    modes.highlighted = next(i for i, m in enumerate(app.screen.modes) if m.name == "rating")
+    await pilot.press("enter")
+    await pilot.pause()
+
+
+async def test_rating_by_keyboard_alone_commits_at_once_and_revisions_keep_the_original():
+    app = ArgtuiApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        repo = CritiqueRepository(app.services.db)
+        await open_rating_from_home(app, pilot)
+        assert isinstance(app.screen, TextPrompt)  # asked once for the rater's name
+        await pilot.press(*"alice", "enter")
+        await pilot.press("d")  # the empty screen offers the demo set
+        assert isinstance(app.screen, RatingScreen)
+        assert "alice" in status(app) and "rated 0/51" in status(app)
+
+        await pilot.press(*RATED[:2], "enter")  # incomplete: nothing is stored, focus on the first missing
+        assert repo.ratings("alice") == []
+        await pilot.press(*RATED[2:], "enter", "n")
+        for _ in range(2):
+            await pilot.press(*RATED, "enter", "n")
+        assert "rated 3/51" in status(app)
+        stored = repo.ratings("alice")
+        assert [r.critique_uid for r in stored] == ["demo-p01-c1", "demo-p01-c2", "demo-p01-c3"]
+        assert stored[0].values == {"centrality": 0.7, "strength": 0.8, "correctness": 0.9, "clarity": 0.6,
+                                    "dead_weight": 0.1, "single_issue": 0.9, "overall": 0.6}
+
+        await pilot.press("left_square_bracket", "left_square_bracket", "left_square_bracket")
+        assert app.screen.state.critique.uid == "demo-p01-c1"
+        await pilot.press("up", "right", "shift+right", "enter")  # overall 0.6 -> 0.66, then confirm
+        assert isinstance(app.screen, TextPrompt)
+        await pilot.press(*"missed the second reading", "enter")
+        await pilot.pause()
+        history = repo.history(stored[0].critique_id, "alice")
+        assert [r.values["overall"] for r in history] == [0.6, 0.66]
+        assert history[1].revises_uid == history[0].uid and history[1].reason == "missed the second reading"
+        assert "rated 3/51" in status(app)
+
+    exported = next(r for r in export_records(CritiqueRepository(Database(app.services.config.paths.database)))
+                    if r["critique_id"] == "demo-p01-c1")
+    mine = [r for r in exported["ratings"] if r["rater"] == "alice"]
+    assert [(r["overall"], r.get("reason")) for r in mine] == [(0.6, None), (0.66, "missed the second reading")]
+
+
+async def test_source_stays_hidden_until_revealed_and_the_reveal_is_recorded():
+    app = ArgtuiApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        repo = await with_demo_set(app, pilot, RatingScreen(rater="bea"))
+        source = app.screen.query_one("#source", Static)
+        assert "hidden" in str(source.render()) and "IBM" not in str(source.render())
+        await pilot.press("s")
+        assert "IBM-ArgQ-Rank-30kArgs" in str(source.render())
+        assert len(repo.revealed_critique_ids("bea")) == 1
+        await pilot.press(*RATED, "enter")
+        assert repo.ratings("bea")[0].source_seen
+
+
+def rating_app(press_first: str = "") -> ArgtuiApp:
+    app = ArgtuiApp()
+
+    async def setup(pilot) -> None:
+        await with_demo_set(app, pilot, RatingScreen(rater="alice"))
+        await pilot.press(*press_first)
+        await pilot.pause()
+
+    app.setup = setup  # type: ignore[attr-defined]
+    return app
+
+
+def test_snapshot_rating_screen_at_80x24(snap_compare):
+    app = rating_app()
+    assert snap_compare(app, terminal_size=(80, 24), run_before=app.setup)
+
+
+def test_snapshot_values_set_and_rubric_shown(snap_compare):
+    app = rating_app("789r")
+    assert snap_compare(app, terminal_size=(80, 24), run_before=app.setup)
+
+
+async def test_agreement_view_shows_the_tables_and_switches_reference():
+    app = ArgtuiApp()
+    async with app.run_test(size=(100, 40)) as pilot:
+        await with_demo_set(app, pilot, AgreementScreen(reference="demo-crowd-wa"))
+        screen = app.screen
+        versus = screen.query_one("#versus-reference", DataTable)
+        assert versus.row_count == 2  # the other demo rater and the random judge
+        first = [str(cell) for cell in versus.get_row_at(0)]
+        assert first[0].startswith("demo-crowd-mace") and first[1] == "51"
+        assert first[2].startswith(".020")  # the weighted ranking error
+        assert screen.query_one("#versus-others", DataTable).row_count == 2
+        await pilot.press("r")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert screen.report.reference == "demo-crowd-mace"
+
+
+KILLED_AFTER_CONFIRM = textwrap.dedent(
+    """
+    import asyncio
+    from argtui.app import ArgtuiApp
+    from engines.critiques.demo import DEMO_PATH
+    from engines.critiques.files import import_critiques
+    from screens.rating import RatingScreen
+    from store.critiques import CritiqueRepository
+
+    async def main():
+        app = ArgtuiApp()
+        async with app.run_test(size=(80, 24)) as pilot:
+            import_critiques(CritiqueRepository(app.services.db), DEMO_PATH)
+            app.push_screen(RatingScreen(rater="kim"))
+            await pilot.pause()
+            await pilot.press(*"{keys}", "enter")
+            print("CONFIRMED", flush=True)
+            await asyncio.sleep(3600)
+
+    asyncio.run(main())
+    """
+)
+
+
+def test_a_confirmed_rating_survives_kill_9_right_after_confirmation(argtui_home):
+    child = subprocess.Popen(
+        [sys.executable, "-c", KILLED_AFTER_CONFIRM.replace("{keys}", RATED)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy(),
+    )
+    try:
+        line = child.stdout.readline()
+        assert line.strip() == "CONFIRMED", child.stderr.read()
+        os.kill(child.pid, signal.SIGKILL)
+        assert child.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        if child.poll() is None:
+            child.kill()
+    database = Database(argtui_home / "data" / "argtui.sqlite3")
+    try:
+        ratings = CritiqueRepository(database).ratings("kim")
+        assert [(r.critique_uid, r.values["overall"]) for r in ratings] == [("demo-p01-c1", 0.6)]
+    finally:
+        database.close()
