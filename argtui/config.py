@@ -60,7 +60,8 @@ def embedded_profile() -> BackendProfile:
         kind="llamacpp",
         model=EMBEDDED_MODEL_NAME,
         max_concurrency=4,
-        timeout_s=120.0,
+        # Generous: a small shared machine can be slow, and retrying a local model doesn't help.
+        timeout_s=300.0,
         embedded=True,
     )
 

@@ -55,8 +55,7 @@ class DatasetsScreen(Screen):
         self.action_reload()
 
     def _settings(self) -> tuple[RetrievalSettings, Path]:
-        config = services(self).config  # type: ignore[attr-defined]  # the app's Runtime carries the config
-        return config.retrieval, config.paths.data_dir
+        return services(self).retrieval_settings, services(self).data_dir
 
     def action_reload(self) -> None:
         self.run_worker(self._load(), exclusive=True, group="index-status")

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Protocol
 
 from textual.dom import DOMNode
 
 from engines.llm.client import LLMClient
 from engines.llm.status import BackendStatus
+from engines.retrieval.settings import RetrievalSettings
+from engines.retrieval.types import ProgressCallback, Retriever
 from store import Database
 
 
@@ -18,6 +21,18 @@ class Services(Protocol):
     async def client(self, name: str | None = None) -> LLMClient: ...
 
     async def status(self, name: str | None = None) -> BackendStatus: ...
+
+    async def retriever(self, on_progress: ProgressCallback | None = None) -> Retriever: ...
+
+    @property
+    def data_dir(self) -> Path: ...
+
+    @property
+    def retrieval_settings(self) -> RetrievalSettings: ...
+
+    def dataset_path(self, name: str) -> Path | None:
+        """A dataset location from the config's [datasets] table (e.g. "touche-rad")."""
+        ...
 
 
 def services(node: DOMNode) -> Services:

@@ -521,7 +521,7 @@ class LLMClient:
         if attempt >= self.profile.retries:
             raise BackendError(
                 self.profile.name, url,
-                f"{type(exc).__name__} after {attempt + 1} attempts: {exc or 'no detail'}",
+                f"{type(exc).__name__} after {attempt + 1} attempts: {str(exc) or 'no detail'}",
             ) from exc
         await self._backoff(attempt, None)
 
