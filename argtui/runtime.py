@@ -6,6 +6,7 @@ One Runtime per process and event loop; the CLI commands and the app share it.
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 from argtui.config import Config, load_config
 from engines.llm.client import LLMClient
@@ -13,6 +14,8 @@ from engines.llm.embedded import embedded_server
 from engines.llm.profile import BackendProfile
 from engines.llm.servers import ManagedServer
 from engines.llm.status import BackendStatus, probe
+from engines.retrieval.settings import RetrievalSettings, open_retriever
+from engines.retrieval.types import ProgressCallback, Retriever
 from store import Database
 from store.llm_cache import ResponseCache
 
@@ -24,6 +27,8 @@ class Runtime:
         self._embedded: ManagedServer | None = None
         self._embedded_lock = asyncio.Lock()
         self._clients: dict[str, LLMClient] = {}
+        self._retriever: Retriever | None = None
+        self._retriever_lock = asyncio.Lock()
 
     @property
     def db(self) -> Database:
@@ -77,7 +82,29 @@ class Runtime:
         start_s = self._embedded.ready_after_s if profile.embedded and self._embedded else None
         return await probe(client, start_s)
 
+    @property
+    def data_dir(self) -> Path:
+        return self.config.paths.data_dir
+
+    @property
+    def retrieval_settings(self) -> RetrievalSettings:
+        return self.config.retrieval
+
+    def dataset_path(self, name: str) -> Path | None:
+        value = self.config.datasets.get(name)
+        return Path(value).expanduser() if value else None
+
+    async def retriever(self, on_progress: ProgressCallback | None = None) -> Retriever:
+        """The configured argument base, opened once (the first use may build the index)."""
+        async with self._retriever_lock:
+            if self._retriever is None:
+                self._retriever = await open_retriever(self.retrieval_settings, self.data_dir, on_progress)
+            return self._retriever
+
     async def aclose(self) -> None:
+        if self._retriever is not None:
+            await self._retriever.aclose()
+            self._retriever = None
         for client in self._clients.values():
             await client.aclose()
         self._clients.clear()
