@@ -91,4 +91,6 @@ def embedded_server(log_path: Path, settings: EmbeddedSettings = EmbeddedSetting
     ]
     if settings.threads:
         command += ["--threads", str(settings.threads)]
-    return ManagedServer("llama-server", command, port, log_path)
+    # OpenMP threads that spin while waiting make llama-server some 40 times slower
+    # when other processes compete for the cores (shared or busy machines).
+    return ManagedServer("llama-server", command, port, log_path, env={"OMP_WAIT_POLICY": "PASSIVE"})

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import ctypes
+import os
 import signal
 import socket
 import subprocess
@@ -42,9 +43,12 @@ class ManagedServer:
     """One child server process on a loopback port. Start it on the thread that will
     outlive it (PDEATHSIG follows the forking thread), then `await wait_ready()`."""
 
-    def __init__(self, name: str, command: list[str], port: int, log_path: Path):
+    def __init__(
+        self, name: str, command: list[str], port: int, log_path: Path, env: dict[str, str] | None = None
+    ):
         self.name = name
         self.command = command
+        self.env = env  # added to the inherited environment
         self.port = port
         self.log_path = log_path
         self.process: subprocess.Popen | None = None
@@ -71,6 +75,7 @@ class ManagedServer:
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
+                env={**os.environ, **self.env} if self.env else None,
                 preexec_fn=_die_with_parent,
             )
         atexit.register(self.stop)
