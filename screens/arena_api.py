@@ -6,6 +6,11 @@ maxims of a bot turn, argument components. The Arena draws an item, runs every
 chosen judge (backend profile × task variant) on it concurrently, shows each
 answer with its distribution and time as it arrives, and reveals the reference
 (expert / gold) answer on demand.
+
+Optional: a task may define `filters`, a mapping of a name to the options the
+user may fix before a draw (e.g. {"dimension": ("logical", ...)}). The screen
+then calls `draw(rng, **chosen)` with the fixed ones only; a task without
+`filters` is always called as `draw(rng)`. Use `task_filters` and `draw_item`.
 """
 
 from __future__ import annotations
@@ -51,6 +56,17 @@ class ArenaTask(Protocol):
 
     async def judge(self, item: ArenaItem, variant: str, client: LLMClient) -> ArenaAnswer:
         ...
+
+
+def task_filters(task: ArenaTask) -> dict[str, tuple[str, ...]]:
+    """The task's optional filters (empty when it defines none)."""
+    return dict(getattr(task, "filters", None) or {})
+
+
+def draw_item(task: ArenaTask, rng: random.Random, chosen: dict[str, str | None] | None = None) -> ArenaItem:
+    """Draw an item, passing only the filters the user fixed (none: the plain contract)."""
+    fixed = {name: value for name, value in (chosen or {}).items() if value is not None}
+    return task.draw(rng, **fixed) if fixed else task.draw(rng)
 
 
 def discover_arena_tasks() -> list[ArenaTask]:

@@ -1,0 +1,319 @@
+"""Leaderboard: stored pairwise judges against the experts, per dimension and topic.
+
+Tabs: the agreement table of every stored judge (the seed's Table 1 columns,
+with the experts' own BT fit as the reference row), judge-vs-judge agreement
+(Table 3), BT rankings side by side (experts vs the chosen judge), the score
+distributions (Figure 1) and an LLM-vs-expert scatter plot.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Select, Static, TabbedContent, TabPane
+from textual_plotext import PlotextPlot
+
+from engines.datasets.webis import DIMENSIONS, WebisCorpus
+from engines.metrics.agreement import JudgeComparison, compare_judges
+from engines.metrics.ranking import ranking
+from engines.pairwise.evaluation import (
+    TABLE_COLUMNS,
+    ArgumentId,
+    DimensionResult,
+    evaluate_dimension,
+    expert_judgments,
+    judged_from_record,
+)
+from engines.pairwise.judge import mode_of_variant
+from engines.pairwise.run import bundled_corpus, select_items
+from screens.demo_notice import DemoNotice
+from screens.modes import Mode
+from screens.services import services
+from store.pairwise import PairwiseRepository
+
+EXPERTS = "experts (own comparisons)"
+HEADERS = {"pearson": "r", "spearman": "ρ", "kendall": "τ", "mae": "MAE", "rmse": "RMSE",
+           "kappa": "κ", "alpha": "α", "percent": "%"}
+RANK_ROWS = 200
+
+
+JUDGE_WIDTH = 20
+NUMBER_WIDTH = 6
+
+
+def _fmt(value: float | None, percent: bool = False) -> str:
+    if value is None or math.isnan(value):
+        return "–"
+    return f"{value * 100:.1f}" if percent else f"{value:.3f}"
+
+
+def _number(value: float | int | None, percent: bool = False) -> Text:
+    """Right-aligned in a fixed width (the tables have no cell padding, to fit 80 columns);
+    fractions drop the leading zero (-.192) so a sign never touches the previous column."""
+    if isinstance(value, int):
+        shown = str(value)
+    else:
+        shown = _fmt(value, percent)
+        if value is not None and not percent and abs(value) < 1:
+            shown = shown.replace("0.", ".", 1)
+    return Text(shown.rjust(NUMBER_WIDTH))
+
+
+def _judge_cell(name: str, bold: bool = False) -> Text:
+    """A stored judge ("model@profile variant") on two lines: model@profile, then the variant."""
+    style = "bold" if bold else ""
+    if name == EXPERTS:
+        return Text("experts", style=style)
+    judge, _, variant = name.partition(" ")
+    return Text(f"{_clip(judge)}\n {_clip(variant, JUDGE_WIDTH - 1)}", style=style)
+
+
+def _clip(line: str, width: int = JUDGE_WIDTH) -> str:
+    return line if len(line) < width else line[: width - 2] + "…"
+
+
+def _table(table: DataTable, text_columns: int, *columns: tuple[str, int]) -> None:
+    """Columns of fixed width; after the first `text_columns`, headers align right like the numbers."""
+    for index, (label, width) in enumerate(columns):
+        table.add_column(label if index < text_columns else label.rjust(width), width=width)
+
+
+@dataclass
+class Board:
+    """Everything the tabs show for one dimension and topic scope."""
+
+    results: dict[str, DimensionResult] = field(default_factory=dict)  # judge name -> vs experts
+    comparisons: list[JudgeComparison] = field(default_factory=list)
+    texts: dict[ArgumentId, str] = field(default_factory=dict)
+
+
+def build_board(db, corpus: WebisCorpus, dimension: str, topic: int | None) -> Board:
+    """Evaluate the experts' own BT fit and every stored judge on one dimension and scope."""
+    board = Board()
+    topics = None if topic is None else [topic]
+    experts = expert_judgments(select_items(corpus, [dimension], topics))
+    board.results[EXPERTS] = evaluate_dimension(corpus, dimension, experts)
+    repository = PairwiseRepository(db)
+    labels = {}
+    for stored in repository.judges():
+        records = repository.judgments(stored.judge, stored.variant, dimension, topic)
+        if not records:
+            continue
+        judged = [judged_from_record(r) for r in records]
+        result = evaluate_dimension(corpus, dimension, judged, mode=mode_of_variant(stored.variant))
+        board.results[stored.name] = result
+        labels[stored.name] = {j.item.key: j.label for j in judged}
+    board.comparisons = compare_judges(
+        labels, {name: board.results[name].judge_scores for name in labels}
+    )
+    board.texts = {arg_id: corpus.argument(*arg_id).text for arg_id in board.results[EXPERTS].judge_scores}
+    return board
+
+
+class LeaderboardScreen(Screen):
+    BINDINGS = [
+        Binding("escape", "app.pop_screen", "Back"),
+        Binding("right_square_bracket", "switch_tab(1)", "Next tab"),
+        Binding("left_square_bracket", "switch_tab(-1)", "Previous tab", show=False),
+        Binding("R", "reload", "Reload"),
+    ]
+    DEFAULT_CSS = """
+    LeaderboardScreen #controls { height: 1; }
+    LeaderboardScreen #controls Select { width: 1fr; }
+    LeaderboardScreen #status { height: 1; padding: 0 1; color: $text-muted; }
+    LeaderboardScreen TabbedContent { height: 1fr; }
+    LeaderboardScreen TabPane { padding: 0; }
+    LeaderboardScreen DataTable { height: 1fr; }
+    LeaderboardScreen PlotextPlot { height: 1fr; }
+    """
+
+    def __init__(self, *, judge: str | None = None, dimension: str = DIMENSIONS[0], topic: int | None = None):
+        super().__init__()
+        self.judge = judge
+        self.dimension = dimension
+        self.topic = topic
+        self.board: Board | None = None
+        self._topics_listed = False
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield DemoNotice()
+        with Horizontal(id="controls"):
+            yield Select([], prompt="judge", id="judge", compact=True)
+            yield Select([(d, d) for d in DIMENSIONS], value=self.dimension, allow_blank=False,
+                         id="dimension", compact=True)
+            yield Select([], prompt="all topics", id="topic", compact=True)
+        yield Static(id="status")
+        with TabbedContent(id="tabs"):
+            with TabPane("Agreement", id="agreement"):
+                yield DataTable(id="agreement-table", cursor_type="row", zebra_stripes=True, cell_padding=0)
+            with TabPane("Judge vs judge", id="judges"):
+                yield DataTable(id="judges-table", cursor_type="row", zebra_stripes=True, cell_padding=0)
+            with TabPane("Rankings", id="rankings"):
+                yield DataTable(id="rankings-table", cursor_type="row", zebra_stripes=True, cell_padding=0)
+            with TabPane("Distributions", id="distributions"):
+                yield PlotextPlot(id="distribution-plot")
+            with TabPane("Scatter", id="scatter"):
+                yield PlotextPlot(id="scatter-plot")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = "Leaderboard"
+        n = NUMBER_WIDTH
+        _table(self.query_one("#agreement-table", DataTable), 1,
+               ("judge", JUDGE_WIDTH), ("pairs", n), ("inv.", 5), *((h, n) for h in HEADERS.values()))
+        _table(self.query_one("#judges-table", DataTable), 2,
+               ("judge", JUDGE_WIDTH), ("vs judge", JUDGE_WIDTH), ("pairs", n),
+               *((h, n) for h in ("κ", "α", "%", "r", "ρ")))
+        _table(self.query_one("#rankings-table", DataTable), 0,
+               ("#", 3), (" experts", 30), ("score", n), (" judge", 31), ("score", n))
+        self.action_reload()
+
+    def action_switch_tab(self, step: int) -> None:
+        tabs = self.query_one(TabbedContent)
+        panes = [pane.id for pane in tabs.query(TabPane)]
+        tabs.active = panes[(panes.index(tabs.active) + step) % len(panes)]
+
+    def action_reload(self) -> None:
+        self.query_one("#status", Static).update("Fitting Bradley-Terry scores…")
+        self._compute(self.dimension, self.topic)
+
+    @work(thread=True, exclusive=True, group="board")
+    def _compute(self, dimension: str, topic: int | None) -> None:
+        # A thread: the first call loads the dataset, and BT fits over all topics take a moment.
+        corpus = bundled_corpus()
+        board = build_board(services(self).db, corpus, dimension, topic)
+        self.app.call_from_thread(self._show, board, corpus)
+
+    def _show(self, board: Board, corpus: WebisCorpus) -> None:
+        self.board = board
+        judges = [name for name in board.results if name != EXPERTS]
+        if self.judge not in judges:
+            self.judge = judges[0] if judges else None
+        judge_select = self.query_one("#judge", Select)
+        with self.prevent(Select.Changed):
+            judge_select.set_options([(name, name) for name in judges])
+            if self.judge:
+                judge_select.value = self.judge
+            topic_select = self.query_one("#topic", Select)
+            if not self._topics_listed:  # once: the topics do not change
+                self._topics_listed = True
+                topic_select.set_options(
+                    [(f"{t.id} {t.short_query}", str(t.id)) for t in sorted(corpus.topics.values(), key=lambda t: t.id)]
+                )
+                if self.topic is not None:
+                    topic_select.value = str(self.topic)
+        scope = "all topics" if self.topic is None else f"topic {self.topic}"
+        found = f"{len(judges)} stored judge(s)" if judges else (
+            "no stored judge: run `argtui eval pairwise` first (the experts alone)"
+        )
+        self.query_one("#status", Static).update(f"{self.dimension} · {scope} · {found}")
+        self._fill_agreement(board)
+        self._fill_judges(board)
+        self._fill_rankings(board)
+        self._plot(board)
+
+    def _fill_agreement(self, board: Board) -> None:
+        table = self.query_one("#agreement-table", DataTable)
+        table.clear()
+        for name, result in board.results.items():
+            metrics = result.metrics()
+            table.add_row(
+                _judge_cell(name, bold=name == self.judge), _number(result.pairs),
+                Text(str(result.invalid).rjust(5)),
+                *(_number(metrics[key], percent=key == "percent") for key in TABLE_COLUMNS),
+                height=1 if name == EXPERTS else 2,
+            )
+
+    def _fill_judges(self, board: Board) -> None:
+        table = self.query_one("#judges-table", DataTable)
+        table.clear()
+        for row in board.comparisons:
+            scores = row.scores
+            table.add_row(
+                _judge_cell(row.first), _judge_cell(row.second), _number(row.labels.n),
+                _number(row.labels.kappa), _number(row.labels.alpha), _number(row.labels.percent, percent=True),
+                _number(scores.pearson if scores else None), _number(scores.spearman if scores else None),
+                height=2,
+            )
+
+    def _fill_rankings(self, board: Board) -> None:
+        table = self.query_one("#rankings-table", DataTable)
+        table.clear()
+        experts = ranking(board.results[EXPERTS].expert_scores)
+        judged = ranking(board.results[self.judge].judge_scores) if self.judge else []
+        for position in range(min(RANK_ROWS, max(len(experts), len(judged)))):
+            cells: list = [Text(str(position + 1).rjust(3))]
+            for ranked in (experts, judged):
+                if position < len(ranked):
+                    arg_id, score = ranked[position]
+                    cells += [" " + self._label(board, arg_id), Text(f"{score:+.2f}".rjust(NUMBER_WIDTH))]
+                else:
+                    cells += ["", ""]
+            table.add_row(*cells)
+
+    @staticmethod
+    def _label(board: Board, arg_id: ArgumentId) -> str:
+        topic, (discussion, argument) = arg_id
+        text = " ".join(board.texts.get(arg_id, "").split())
+        return f"{topic}/{discussion}/{argument} {text}"
+
+    def _plot(self, board: Board) -> None:
+        experts = board.results[EXPERTS]
+        judge = board.results.get(self.judge) if self.judge else None
+        distribution = self.query_one("#distribution-plot", PlotextPlot)
+        plt = distribution.plt
+        plt.clear_data()
+        plt.clear_figure()
+        # Figure 1 of the seed: both distributions over the same arguments (the judged ones).
+        expert_scores = judge.expert_scores if judge else experts.expert_scores
+        plt.hist(list(expert_scores.values()), bins=20, label="experts (published)")
+        if judge:
+            plt.hist(list(judge.judge_scores.values()), bins=20, label="judge (BT)")
+        plt.title(f"BT scores · {self.dimension} · {len(expert_scores)} arguments")
+        distribution.refresh()
+        scatter = self.query_one("#scatter-plot", PlotextPlot)
+        plt = scatter.plt
+        plt.clear_data()
+        plt.clear_figure()
+        if judge and judge.judge_scores:
+            items = [arg for arg in judge.judge_scores if arg in judge.expert_scores]
+            plt.scatter([judge.expert_scores[a] for a in items], [judge.judge_scores[a] for a in items])
+            plt.xlabel("expert score")
+            plt.ylabel("judge score")
+            plt.title(f"judge vs experts · r {_fmt(judge.scores.pearson)} · ρ {_fmt(judge.scores.spearman)}")
+        else:
+            plt.title("no stored judge for this dimension and scope")
+        scatter.refresh()
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        value = None if event.value is Select.NULL else str(event.value)
+        if event.select.id == "judge" and value and value != self.judge:
+            self.judge = value
+            if self.board is not None:
+                self._show(self.board, bundled_corpus())
+        elif event.select.id == "dimension" and value and value != self.dimension:
+            self.dimension = value
+            self.action_reload()
+        elif event.select.id == "topic":
+            topic = None if value is None else int(value)
+            if topic != self.topic:
+                self.topic = topic
+                self.action_reload()
+
+
+MODE = Mode(
+    name="leaderboard",
+    title="Leaderboard",
+    description="Pairwise judges against the experts of Webis-ArgQuality-20: agreement tables, "
+    "Bradley-Terry rankings side by side, score distributions and LLM-vs-expert scatter plots.",
+    make_screen=LeaderboardScreen,
+    order=40,
+)

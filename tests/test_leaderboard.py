@@ -1,0 +1,101 @@
+"""The Leaderboard over stored judgments the test inserts (deterministic): the board's
+numbers, the screen under the pilot, and snapshots of the agreement table and a plot."""
+
+from __future__ import annotations
+
+
+import pytest
+from textual.widgets import DataTable, Select, Static, TabbedContent
+
+from argtui.app import ArgtuiApp
+from engines.datasets.webis import load_webis
+from engines.pairwise.run import select_items
+from screens.leaderboard import EXPERTS, LeaderboardScreen, build_board
+from store.pairwise import PairwiseRepository
+
+CLOSE = "m1@gpu zero/runs3@t1"
+NOISY = "m2@gpu few/logprob@t0"
+FLIP = {"A": "B", "B": "A", "Tie": "Tie"}
+
+
+def insert_judges(db) -> list:
+    """Two judges on topic 20, logical: one mostly agrees with the experts, one is noisy and
+    has an invalid output. Returns the judged items."""
+    repository = PairwiseRepository(db)
+    items = select_items(load_webis(), ["logical"], [20], limit=120)
+    for n, item in enumerate(items):
+        close = FLIP[item.expert] if n % 5 == 0 else item.expert
+        noisy = None if n == 7 else "Tie" if n % 3 == 0 else FLIP[item.expert] if n % 4 == 0 else item.expert
+        for name, label, runs in ((CLOSE, close, (close, close, item.expert)), (NOISY, noisy, (noisy,))):
+            judge, variant = name.split(" ")
+            repository.add(
+                judge=judge, variant=variant, dimension=item.dimension, topic_id=item.topic_id,
+                a_uid=item.a_uid, b_uid=item.b_uid, expert=item.expert, label=label, run_labels=runs,
+                distribution={label: 1.0} if label else {}, raw="" if label else "garbage",
+            )
+    return items
+
+
+def test_board_scores_every_stored_judge_against_the_experts(db):
+    items = insert_judges(db)
+    board = build_board(db, load_webis(), "logical", 20)
+    assert list(board.results) == [EXPERTS, CLOSE, NOISY]
+    experts, close, noisy = (board.results[name] for name in board.results)
+    assert experts.pairs == 345 and experts.labels.kappa == pytest.approx(1.0)
+    assert close.pairs == 120 and close.invalid == 0
+    flipped = sum(1 for n, item in enumerate(items) if n % 5 == 0 and item.expert != "Tie")
+    assert close.labels.percent == pytest.approx(1 - flipped / 120)
+    assert noisy.invalid == 1
+    assert close.labels.kappa > noisy.labels.kappa
+    assert close.variability is not None and close.variability.items == 120
+    assert noisy.variability is None  # one answer per pair in logprob mode
+    assert close.scores.spearman > 0.5  # mostly expert labels give a ranking close to the experts'
+    [pair] = board.comparisons
+    assert (pair.first, pair.second) == (CLOSE, NOISY) and pair.labels.n == 120
+
+
+def test_board_without_stored_judges_shows_the_experts_only(db):
+    board = build_board(db, load_webis(), "rhetorical", None)
+    assert list(board.results) == [EXPERTS]
+    assert board.results[EXPERTS].pairs == 13952
+    assert board.results[EXPERTS].scores.spearman > 0.97
+
+
+async def test_leaderboard_under_the_pilot(offline_backend, until):
+    app = ArgtuiApp()
+    insert_judges(app.services.db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = LeaderboardScreen(judge=NOISY, topic=20)
+        await app.push_screen(screen)
+        await until(pilot, lambda: screen.board is not None)
+        assert "logical · topic 20 · 2 stored judge(s)" in str(screen.query_one("#status", Static).render())
+        agreement = screen.query_one("#agreement-table", DataTable)
+        assert agreement.row_count == 3
+        assert screen.query_one("#judge", Select).value == NOISY
+
+        await pilot.press("right_square_bracket", "right_square_bracket")
+        assert screen.query_one(TabbedContent).active == "rankings"
+        rankings = screen.query_one("#rankings-table", DataTable)
+        assert rankings.row_count == len(screen.board.results[EXPERTS].expert_scores) > 20
+        first_row = rankings.get_row_at(0)
+        assert str(first_row[1]).strip().startswith("20/") and str(first_row[3]).strip().startswith("20/")
+
+        screen.query_one("#dimension", Select).value = "rhetorical"
+        await until(pilot, lambda: "rhetorical" in str(screen.query_one("#status", Static).render()))
+        assert agreement.row_count == 1  # no stored judge for rhetorical: the experts alone
+        assert "no stored judge" in str(screen.query_one("#status", Static).render())
+
+
+@pytest.mark.parametrize("tab", ["agreement", "scatter"])
+def test_leaderboard_snapshot(offline_backend, snap_compare, tab, until):
+    app = ArgtuiApp()
+    insert_judges(app.services.db)
+
+    async def open_tab(pilot):
+        screen = LeaderboardScreen(judge=CLOSE, topic=20)
+        await pilot.app.push_screen(screen)
+        await until(pilot, lambda: screen.board is not None and pilot.app.backend_status is not None)
+        screen.query_one(TabbedContent).active = tab
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=open_tab)

@@ -1,0 +1,107 @@
+"""Agreement metrics against independent references: scipy, the `krippendorff` package,
+and hand-computed κ; invalid labels count as disagreement, never dropped."""
+
+from __future__ import annotations
+
+import math
+
+import krippendorff
+import numpy as np
+import pytest
+from scipy import stats
+
+from engines.metrics.agreement import (
+    cohen_kappa,
+    compare_judges,
+    correlation_intervals,
+    krippendorff_alpha_nominal,
+    label_agreement,
+    percent_agreement,
+    run_variability,
+    score_agreement,
+)
+
+RNG = np.random.default_rng(7)
+X = RNG.normal(size=40)
+Y = 0.6 * X + RNG.normal(scale=0.8, size=40)
+
+
+def test_score_agreement_matches_scipy_and_numpy():
+    result = score_agreement(X, Y)
+    assert result.n == 40
+    assert result.pearson == pytest.approx(stats.pearsonr(X, Y).statistic)
+    assert result.spearman == pytest.approx(stats.spearmanr(X, Y).statistic)
+    assert result.kendall == pytest.approx(stats.kendalltau(X, Y).statistic)
+    assert result.mae == pytest.approx(np.mean(np.abs(X - Y)))
+    assert result.rmse == pytest.approx(np.sqrt(np.mean((X - Y) ** 2)))
+
+
+def test_correlations_of_a_constant_vector_are_undefined_not_an_error():
+    result = score_agreement([1.0, 1.0, 1.0], [0.5, 0.2, 0.9])
+    assert math.isnan(result.pearson) and math.isnan(result.spearman) and math.isnan(result.kendall)
+    assert result.mae == pytest.approx((0.5 + 0.8 + 0.1) / 3)
+
+
+def test_bootstrap_intervals_bracket_the_estimate():
+    intervals = correlation_intervals(X, Y, resamples=300)
+    for name, interval in intervals.items():
+        assert interval.low <= interval.estimate <= interval.high, name
+        assert interval.high - interval.low < 0.8
+    assert intervals["pearson"].estimate == pytest.approx(stats.pearsonr(X, Y).statistic)
+
+
+def test_cohen_kappa_by_hand():
+    # 10 items: observed agreement 0.6; rater 1 A 5 / B 3 / Tie 2, rater 2 A 4 / B 4 / Tie 2.
+    first = ["A", "A", "A", "A", "A", "B", "B", "B", "Tie", "Tie"]
+    second = ["A", "A", "A", "B", "Tie", "B", "B", "A", "Tie", "B"]
+    expected_chance = (5 * 4 + 3 * 4 + 2 * 2) / 100  # 0.36
+    assert percent_agreement(first, second) == pytest.approx(0.6)
+    assert cohen_kappa(first, second) == pytest.approx((0.6 - expected_chance) / (1 - expected_chance))
+
+
+def test_krippendorff_nominal_matches_the_reference_package_with_missing_values():
+    units = [["A", "A", "B"], ["B", "B", "B"], ["Tie", "A", None], ["A", "A", "A"], ["B", "Tie", "Tie"],
+             [None, "B", "B"], ["A", None, None]]
+    codes = {"A": 1, "B": 2, "Tie": 3, None: np.nan}
+    reliability = np.array([[codes[u[r]] for u in units] for r in range(3)], dtype=float)
+    reference = krippendorff.alpha(reliability_data=reliability, level_of_measurement="nominal")
+    assert krippendorff_alpha_nominal(units) == pytest.approx(reference)
+
+
+def test_invalid_labels_are_a_category_of_their_own():
+    gold = ["A", "B", "Tie", "A"]
+    judge = ["A", None, "Tie", "A"]
+    result = label_agreement(judge, gold)
+    assert result.n == 4 and result.invalid == 1
+    assert result.percent == pytest.approx(0.75)  # the invalid one is a disagreement
+    codes = {"A": 1, "B": 2, "Tie": 3, "invalid": 4}
+    reliability = np.array([[codes[x or "invalid"] for x in judge], [codes[x] for x in gold]], dtype=float)
+    assert result.alpha == pytest.approx(krippendorff.alpha(reliability_data=reliability, level_of_measurement="nominal"))
+    with pytest.raises(ValueError):
+        label_agreement(["A"], ["A", "B"])
+
+
+def test_run_variability_counts_and_alpha_across_runs():
+    runs = [("A", "A", "A"), ("A", "A", "B"), ("A", "B", "Tie"), ("Tie", "Tie", "Tie"), ("B", None, "B")]
+    result = run_variability(runs)
+    assert (result.items, result.runs) == (5, 3)
+    assert (result.all_equal, result.some_equal, result.all_different) == (2, 2, 1)
+    codes = {"A": 1, "B": 2, "Tie": 3, None: 4}
+    reliability = np.array([[codes[u[r]] for u in runs] for r in range(3)], dtype=float)
+    assert result.alpha == pytest.approx(krippendorff.alpha(reliability_data=reliability, level_of_measurement="nominal"))
+
+
+def test_judge_vs_judge_table_uses_the_shared_items():
+    labels = {
+        "j1": {1: "A", 2: "B", 3: "Tie", 4: "A"},
+        "j2": {1: "A", 2: "A", 3: "Tie"},
+        "j3": {1: "B", 4: "A"},
+    }
+    scores = {"j1": {"x": 1.0, "y": 2.0, "z": 3.0}, "j2": {"x": 1.0, "y": 3.0, "z": 2.0}}
+    table = {(row.first, row.second): row for row in compare_judges(labels, scores)}
+    assert set(table) == {("j1", "j2"), ("j1", "j3"), ("j2", "j3")}
+    assert table[("j1", "j2")].labels.n == 3
+    assert table[("j1", "j2")].labels.percent == pytest.approx(2 / 3)
+    assert table[("j1", "j2")].scores.spearman == pytest.approx(0.5)
+    assert table[("j1", "j3")].scores is None
+    assert table[("j2", "j3")].labels.n == 1
