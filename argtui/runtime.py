@@ -90,6 +90,9 @@ class Runtime:
     def retrieval_settings(self) -> RetrievalSettings:
         return self.config.retrieval
 
+    def profile_names(self) -> list[str]:
+        return self.config.profile_names()
+
     def dataset_path(self, name: str) -> Path | None:
         value = self.config.datasets.get(name)
         return Path(value).expanduser() if value else None

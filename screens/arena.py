@@ -202,12 +202,7 @@ class ArenaScreen(Screen):
     # ------------------------------------------------------------------ task and judges
 
     def _profiles(self) -> list[str]:
-        # The Services protocol has no profile list; the app's runtime carries the config.
-        config = getattr(services(self), "config", None)
-        if config is not None:
-            return config.profile_names()
-        backend = getattr(self.app, "backend_name", None)
-        return [backend] if backend else []
+        return services(self).profile_names()
 
     def _default_profile(self) -> str:
         """The backend the app was started with ("" asks the services for their default)."""

@@ -30,6 +30,10 @@ class Services(Protocol):
     @property
     def retrieval_settings(self) -> RetrievalSettings: ...
 
+    def profile_names(self) -> list[str]:
+        """Every backend profile a judge can use (the embedded one included)."""
+        ...
+
     def dataset_path(self, name: str) -> Path | None:
         """A dataset location from the config's [datasets] table (e.g. "touche-rad")."""
         ...
