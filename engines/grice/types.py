@@ -1,0 +1,62 @@
+"""What a Grice judge reads (a debate turn) and what it answers (one judgment per metric)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Sequence
+
+Answer = Literal["yes", "no"]
+YES_THRESHOLD = 0.5  # as the official evaluator: a score (P(yes)) of 0.5 or more is a yes
+
+
+@dataclass(frozen=True)
+class GriceContext:
+    """One bot turn: the conversation so far (ending with the user's message), the bot's
+    reply under judgment, and the texts of the arguments retrieved for it."""
+
+    dialogue: Sequence[tuple[str, str]]  # (role "user" | "assistant", text), oldest first; kept as a tuple
+    reply: str
+    arguments: Sequence[str] = ()
+
+    def __post_init__(self) -> None:
+        # Callers pass lists; tuples keep the context hashable and immutable.
+        object.__setattr__(self, "dialogue", tuple((str(role), str(text)) for role, text in self.dialogue))
+        object.__setattr__(self, "arguments", tuple(self.arguments))
+
+
+@dataclass(frozen=True)
+class MetricJudgment:
+    """The answer to one Grice question. `answer` and `p_yes` are None when the judge's
+    output was invalid; `raw` keeps what it said, `error` why it is invalid."""
+
+    metric: str
+    method: str  # ZSL, FSL1, FSL2, Analyzer1/3/5
+    answer: Answer | None
+    p_yes: float | None
+    rationale: str
+    raw: str
+    source: str = ""  # where P(yes) comes from: logprobs, votes or text (a point mass)
+    error: str | None = None
+    calls: int = 0  # LLM calls awaited for this judgment (Analyzer stage 1 counted once, where it ran)
+    seconds: float = 0.0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def valid(self) -> bool:
+        return self.answer is not None
+
+
+@dataclass(frozen=True)
+class GriceJudgment:
+    strategy: str
+    metrics: dict[str, MetricJudgment] = field(default_factory=dict)  # in METRICS order
+    seconds: float = 0.0  # wall time of the turn (metrics run concurrently)
+
+    @property
+    def calls(self) -> int:
+        return sum(m.calls for m in self.metrics.values())
+
+    @property
+    def valid(self) -> bool:
+        return all(m.valid for m in self.metrics.values())
