@@ -1,0 +1,108 @@
+"""`argtui components "TEXT"`: split a text into argument components and label each one."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from rich.console import Console
+from rich.table import Table
+
+from argtui.commands import run_with_runtime
+from argtui.runtime import Runtime
+from engines.components import LABELS, METHODS, ClassifierSettings, ComponentResult, label_components, segment
+from engines.components.prompts import ROLE_NAMES
+from engines.components.records import save_labelled_text
+from engines.errors import ArgtuiError
+from store.components import ComponentRepository
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "components",
+        help="split a text into argument components and label them (MajorClaim/Claim/Premise)",
+        description="Segment TEXT into sentence and clause level components and label each one "
+        "with the whole text as context. The labels and transcripts are stored and shown in the "
+        "Components view.",
+    )
+    parser.add_argument("text", help='the text to label; "-" reads it from standard input')
+    parser.add_argument("--judge", help="backend profile (default: the default backend)")
+    parser.add_argument("--method", choices=METHODS, default="mad", help="vanilla, cot (chain of thought) or mad")
+    parser.add_argument("--skip-threshold", type=float, metavar="P", help="mad: skip the debate above P")
+    parser.add_argument("--seed", type=int, default=0, help="mad: seed of the debater assignment")
+    parser.add_argument(
+        "--turn-tokens", type=int, default=ClassifierSettings.debater_max_tokens,
+        help="mad: token limit of each debate turn and of the judge's reason",
+    )
+    parser.add_argument("--transcript", action="store_true", help="print every debate transcript")
+    parser.add_argument("--json", action="store_true", help="print the components as JSON")
+    parser.set_defaults(handler=_components)
+
+
+def _components(args) -> int:
+    text = sys.stdin.read() if args.text == "-" else args.text
+    if not segment(text):
+        raise ArgtuiError("no argument component found: give at least one sentence of three words or more")
+    results = run_with_runtime(lambda runtime: _label(runtime, args, text))
+    if args.json:
+        print(json.dumps([as_json(result) for result in results], indent=2))
+    else:
+        _print(results, args.transcript)
+    return 0
+
+
+async def _label(runtime: Runtime, args, text: str) -> list[ComponentResult]:
+    client = await runtime.client(args.judge)
+    err = Console(stderr=True)
+    spans = segment(text)
+    finished = 0
+
+    def on_component(index: int, result: ComponentResult) -> None:
+        nonlocal finished
+        finished += 1
+        err.print(f"[{finished}/{len(spans)}] {result.label or 'invalid'}: {result.span.text[:60]}")
+
+    settings = ClassifierSettings(debater_max_tokens=args.turn_tokens, judge_max_tokens=args.turn_tokens)
+    results = await label_components(
+        client, text, spans, args.method, args.skip_threshold, args.seed, on_component, settings=settings
+    )
+    save_labelled_text(
+        ComponentRepository(runtime.db), text, results, judge=client.profile.name, model=await client.model()
+    )
+    return results
+
+
+def as_json(result: ComponentResult) -> dict:
+    return {
+        "start": result.span.start, "end": result.span.end, "text": result.span.text,
+        "label": result.label, "raw": result.raw, "method": result.method,
+        "distribution": result.distribution, "proponent_label": result.proponent_label,
+        "opponent_label": result.opponent_label, "skipped": result.skipped, "reason": result.reason,
+        "transcript": [{"role": t.role, "label": t.label, "text": t.text} for t in result.transcript],
+        "calls": result.calls, "seconds": round(result.seconds, 3),
+    }
+
+
+def _print(results: list[ComponentResult], transcripts: bool) -> None:
+    console = Console()
+    table = Table(title="Argument components", caption="manager: P(MajorClaim) P(Claim) P(Premise)")
+    for column in ("#", "span", "label", "manager", "text"):
+        table.add_column(column)
+    for index, result in enumerate(results, start=1):
+        distribution = " ".join(f"{result.distribution.get(label, 0.0):.2f}" for label in LABELS)
+        table.add_row(
+            str(index), f"{result.span.start}-{result.span.end}",
+            result.label or f"[red]invalid[/] {result.raw[:20]!r}", distribution, result.span.text,
+        )
+    console.print(table)
+    for index, result in enumerate(results, start=1):
+        if transcripts:
+            console.rule(f"#{index} {result.span.text[:60]}")
+            for turn in result.transcript:
+                who = ROLE_NAMES[turn.role] + (f" ({turn.label})" if turn.label else "")
+                console.print(f"[bold]{who}[/]: {turn.text}", highlight=False)
+        elif result.reason:
+            console.print(f"#{index} [bold]reason[/]: {result.reason}", highlight=False)
+    calls = sum(r.calls for r in results)
+    seconds = max((r.seconds for r in results), default=0.0)
+    console.print(f"{len(results)} components, {calls} LLM calls, {seconds:.1f} s; stored for the Components view")

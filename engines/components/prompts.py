@@ -1,0 +1,133 @@
+"""Prompts of the component classifier (MAD-ACC and its vanilla and chain-of-thought baselines).
+
+The label definitions, the tagging convention, the debaters' instruction and
+the judge's criterion are the seed paper's sentences, used verbatim. Every
+role shares one system message (task, definitions, the tagged document) and
+differs only in the final user message, so a server's prefix cache reuses
+the document across the manager, the debaters and the judge.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from engines.components.types import LABELS, Turn
+from engines.llm.client import Message
+
+LABEL_LIST = ", ".join(LABELS[:-1]) + " or " + LABELS[-1]
+
+SYSTEM = """\
+You classify the argument components of an argumentative document. Each component gets one label \
+y from {{MajorClaim, Claim, Premise}}, derived from the annotation scheme defined by Stab and Gurevych, \
+where classes are defined as follows:
+• MajorClaim: The root node of the argument structure, represents central thesis of the document.
+• Claim: An intermediate node that receives support, functions as the topic for evidentiary statements.
+• Premise: A leaf node that provides support (example, evidence, reason) to Claim or another Premise.
+
+The full document is provided, with argument components delimited by the tags. The target component \
+is marked as <TARGET>...</TARGET>, while surrounding components are masked as generic <ARG>...</ARG>.
+
+Document:
+{document}"""
+
+CLASSIFY = """\
+Classify the target component: <TARGET>{target}</TARGET>
+Answer with one label: {labels}."""
+
+CHAIN_OF_THOUGHT = """\
+Classify the target component: <TARGET>{target}</TARGET>
+Let's think step by step about the role of the target component in the argument structure of the \
+document. Answer in at most {words} words."""
+
+CHAIN_OF_THOUGHT_ANSWER = f"Therefore, the label of the target component ({LABEL_LIST}) is:"
+
+DEBATER = """\
+You are the {role} in a debate about the label of the target component: <TARGET>{target}</TARGET>
+You defend the label {label}; the {rival_role} defends the label {rival_label}.
+Defend your view. Prioritize structural and logical dependencies over isolated semantic \
+assertiveness, explicitly arguing the role of target unit in the context.{history}
+{task} Answer in at most {words} words."""
+
+DEBATER_OPENING = "Present your argument for {label}."
+DEBATER_REPLY = "Respond to the {rival_role}'s counterargument and defend {label}."
+HISTORY = "\n\nDebate so far:\n{transcript}"
+
+JUDGE = """\
+You are the Judge of a debate about the label of the target component: <TARGET>{target}</TARGET>
+The Proponent defended {proponent_label}; the Opponent defended {opponent_label}.
+
+Debate transcript:
+{transcript}
+
+Evaluate the evidence provided by both Debaters in the transcript against the provided definitions \
+of labels. Resolve the ambiguity by verifying which debater provided correct evidence and direction \
+of support, rather than simply aggregating votes. Explain your verdict in at most {words} words."""
+
+JUDGE_VERDICT = f"Your verdict: the label of the target component ({LABEL_LIST}) is:"
+
+ROLE_NAMES = {"proponent": "Proponent", "opponent": "Opponent", "judge": "Judge", "reasoning": "Reasoning"}
+
+
+def words_for(max_tokens: int) -> int:
+    """A word budget the model can meet within its token limit (about 1.4 tokens per word)."""
+    return max(10, int(max_tokens / 1.4) // 10 * 10)
+
+
+def system_message(document: str) -> Message:
+    return {"role": "system", "content": SYSTEM.format(document=document)}
+
+
+def classify_messages(document: str, target: str) -> list[Message]:
+    """The direct classification prompt: the vanilla baseline and the Manager."""
+    return [system_message(document), {"role": "user", "content": CLASSIFY.format(target=target, labels=LABEL_LIST)}]
+
+
+def chain_of_thought_messages(document: str, target: str, max_tokens: int) -> list[Message]:
+    return [
+        system_message(document),
+        {"role": "user", "content": CHAIN_OF_THOUGHT.format(target=target, words=words_for(max_tokens))},
+    ]
+
+
+def answer_after(messages: Sequence[Message], said: str, question: str) -> list[Message]:
+    """The conversation continued with the model's own text and a closing question."""
+    return [*messages, {"role": "assistant", "content": said}, {"role": "user", "content": question}]
+
+
+def render_transcript(turns: Sequence[Turn]) -> str:
+    return "\n\n".join(
+        f"{ROLE_NAMES[turn.role]}{f' ({turn.label})' if turn.label else ''}: {turn.text.strip()}" for turn in turns
+    )
+
+
+def debater_messages(
+    document: str, target: str, role: str, label: str, rival_label: str, history: Sequence[Turn], max_tokens: int
+) -> list[Message]:
+    rival_role = ROLE_NAMES["opponent" if role == "proponent" else "proponent"]
+    spoken_before = any(turn.role == role for turn in history)
+    task = (DEBATER_REPLY if spoken_before else DEBATER_OPENING).format(rival_role=rival_role, label=label)
+    content = DEBATER.format(
+        role=ROLE_NAMES[role],
+        target=target,
+        label=label,
+        rival_role=rival_role,
+        rival_label=rival_label,
+        history=HISTORY.format(transcript=render_transcript(history)) if history else "",
+        task=task,
+        words=words_for(max_tokens),
+    )
+    return [system_message(document), {"role": "user", "content": content}]
+
+
+def judge_messages(
+    document: str, target: str, proponent_label: str, opponent_label: str, transcript: Sequence[Turn], max_tokens: int
+) -> list[Message]:
+    content = JUDGE.format(
+        target=target,
+        proponent_label=proponent_label,
+        opponent_label=opponent_label,
+        transcript=render_transcript(transcript),
+        words=words_for(max_tokens),
+    )
+    return [system_message(document), {"role": "user", "content": content}]
+

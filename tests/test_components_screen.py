@@ -1,0 +1,122 @@
+"""The Components view under Textual's pilot: a stored essay coloured by label, a component's debate."""
+
+from __future__ import annotations
+
+import asyncio
+
+from textual.widgets import Input, OptionList, Static
+
+from argtui.app import ArgtuiApp
+from engines.components import ComponentResult, Span, Turn
+from engines.components.records import save_result
+from screens.components import LABEL_STYLES, ComponentsScreen
+from store.components import ComponentRepository
+
+TEXT = "Towns must keep their libraries. Libraries lend laptops to people who have none."
+SPANS = [Span(0, 31, "Towns must keep their libraries"), Span(33, 80, "Libraries lend laptops to people who have none")]
+
+
+async def wait_until(pilot, condition, timeout_s: float = 60) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while not condition() and loop.time() < deadline:
+        await pilot.pause(0.05)
+    assert condition(), "the view never got there"
+
+
+def rendered(app, selector: str) -> str:
+    return str(app.screen.query_one(selector, Static).render())
+
+
+def store_debated_document(db) -> None:
+    repository = ComponentRepository(db)
+    document = repository.document("ukp-essays", "essay900", TEXT)
+    results = [
+        ComponentResult(SPANS[0], "mad", "MajorClaim", {"MajorClaim": 0.7, "Claim": 0.3, "Premise": 0.0},
+                        "logprobs", skipped=True, reason="Debate skipped: the Manager's top probability 0.70 exceeds 0.60.",
+                        calls=1, seconds=0.5),
+        ComponentResult(
+            SPANS[1], "mad", "Premise", {"MajorClaim": 0.0, "Claim": 0.55, "Premise": 0.45}, "logprobs",
+            transcript=(
+                Turn("proponent", "It is the thesis of the paragraph.", "Claim"),
+                Turn("opponent", "It gives evidence for the first sentence.", "Premise"),
+                Turn("proponent", "Evidence can be a claim too.", "Claim"),
+                Turn("opponent", "Nothing supports it; it supports the major claim.", "Premise"),
+                Turn("judge", "The direction of support shows a premise."),
+            ),
+            reason="The direction of support shows a premise.", proponent_label="Claim", opponent_label="Premise",
+            calls=7, seconds=12.0,
+        ),
+    ]
+    for index, (result, gold) in enumerate(zip(results, ("MajorClaim", "Claim"))):
+        save_result(repository, "ukp-essays:mad:test", document.id, f"T{index + 1}", result,
+                    judge="test", model="m", gold=gold)
+
+
+async def test_stored_document_shows_coloured_components_and_the_debate(monkeypatch):
+    monkeypatch.setenv("ARGTUI_BASE_URL", "http://127.0.0.1:9/v1")  # no model needed: none is started
+    app = ArgtuiApp()
+    store_debated_document(app.services.db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        modes = app.screen.query_one(OptionList)
+        modes.highlighted = next(i for i, m in enumerate(app.screen.modes) if m.name == "components")
+        await pilot.press("enter")
+        assert isinstance(app.screen, ComponentsScreen)
+        documents = app.screen.query_one("#documents", OptionList)
+        assert documents.option_count == 1 and "essay900 · mad · test (2)" in str(documents.get_option_at_index(0).prompt)
+        documents.focus()
+        documents.highlighted = 0
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.screen.shown is not None)
+
+        content = app.screen.query_one("#document", Static).visual
+        styles = {str(span.style) for span in content.spans}
+        assert any(LABEL_STYLES["MajorClaim"] in style for style in styles)
+        assert any(LABEL_STYLES["Premise"] in style for style in styles)
+        assert all("@click=screen.select_component(" in style for style in styles)
+        detail = rendered(app, "#detail")
+        assert "Component 1 of 2" in detail and "gold: MajorClaim" in detail and "Debate skipped" in detail
+
+        await pilot.press("n")
+        detail = rendered(app, "#detail")
+        assert "Component 2 of 2" in detail and "gold: Claim" in detail
+        assert "Manager distribution (logprobs)" in detail and "0.55" in detail
+        assert "Proponent defends Claim, Opponent defends Premise" in detail
+        assert "Nothing supports it; it supports the major claim." in detail
+        assert "Judge's reason" in detail and "The direction of support shows a premise." in detail
+        assert "7 calls" in detail
+
+        await pilot.press("p")
+        assert "Component 1 of 2" in rendered(app, "#detail")
+        await pilot.click("#document", offset=(2, 1))  # the second line starts the second component
+        await pilot.pause()
+        assert "Component 2 of 2" in rendered(app, "#detail")
+        await pilot.press("escape")
+        assert not isinstance(app.screen, ComponentsScreen)
+
+
+async def test_empty_store_explains_how_to_get_documents(monkeypatch):
+    monkeypatch.setenv("ARGTUI_BASE_URL", "http://127.0.0.1:9/v1")
+    app = ArgtuiApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.push_screen(ComponentsScreen())
+        await pilot.pause()
+        assert "No labelled documents yet" in rendered(app, "#document")
+        await pilot.press("m")
+        assert "typed text uses vanilla" in app.screen.sub_title
+
+
+async def test_a_failing_backend_is_reported_and_the_view_stays(monkeypatch):
+    monkeypatch.setenv("ARGTUI_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens there
+    app = ArgtuiApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.push_screen(ComponentsScreen())
+        await pilot.pause()
+        screen = app.screen
+        screen.query_one("#text", Input).value = TEXT
+        screen.query_one("#text", Input).focus()
+        await pilot.press("enter")
+        assert [span.text for span in screen.shown.spans] == [span.text for span in SPANS]
+        await wait_until(pilot, lambda: any("Labelling stopped" in (n.title or "") for n in app._notifications))
+        assert app.screen is screen and screen.shown.results == {}
+        assert "underline" in str(screen.query_one("#document", Static).visual.spans[0].style)
