@@ -11,6 +11,8 @@ from textual.screen import Screen
 
 from argtui.runtime import Runtime
 from engines.llm.status import BackendStatus
+from store.debates import DebateRepository
+from screens.debate import DebateScreen
 from screens.help import HelpScreen
 from screens.home import HomeScreen
 from screens.modes import discover_modes
@@ -26,14 +28,24 @@ class ArgtuiApp(App):
 
     backend_status: reactive[BackendStatus | None] = reactive(None)
 
-    def __init__(self, runtime: Runtime | None = None, backend: str | None = None):
+    def __init__(
+        self,
+        runtime: Runtime | None = None,
+        backend: str | None = None,
+        debate: tuple[str, str] | None = None,
+    ):
         super().__init__()
         self.services = runtime or Runtime()
         self.backend_name = self.services.config.profile(backend).name
+        self.start_debate = debate  # (claim, side): open the Debate screen on it
 
     def on_mount(self) -> None:
         self.push_screen(HomeScreen())
         self.action_check_backend()
+        if self.start_debate:
+            claim, side = self.start_debate
+            debate = DebateRepository(self.services.db).create(claim, side, backend=self.backend_name)
+            self.push_screen(DebateScreen(debate.id))
 
     def action_check_backend(self) -> None:
         self.backend_status = None
@@ -68,6 +80,6 @@ class ArgtuiApp(App):
         await self.services.aclose()
 
 
-def run_app(backend: str | None = None) -> int:
-    ArgtuiApp(backend=backend).run()
+def run_app(backend: str | None = None, debate: tuple[str, str] | None = None) -> int:
+    ArgtuiApp(backend=backend, debate=debate).run()
     return 0

@@ -1,0 +1,122 @@
+"""`argtui debate`: open the Debate screen on a claim, or play a scripted student headlessly."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from rich.console import Console
+
+from argtui.commands import run_with_runtime
+from argtui.runtime import Runtime
+from engines.debate.export import rad_run
+from engines.debate.pipeline import STEPS, ReplyProgress, StepFinished, StepStarted, TurnFailed
+from engines.debate.session import DEFAULT_COMPONENT_METHOD, DEFAULT_GRICE_STRATEGY, DebateSession
+from engines.errors import ArgtuiError
+from store.debates import DebateRepository
+from store.grice import GriceRepository
+
+STEP_TITLES = dict(STEPS)
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "debate",
+        help="debate the bot on a claim (opens the Debate screen; --script plays a scripted student)",
+    )
+    parser.add_argument("--claim", help="the claim to debate")
+    parser.add_argument("--side", choices=("pro", "con"), default="pro", help="your side (the bot takes the other)")
+    parser.add_argument("--script", type=Path, help="a file with one student message per line: run headlessly")
+    parser.add_argument("--export", type=Path, help="with --script: write the Touché RAD run shape here")
+    parser.add_argument("--judge", help="backend profile for the bot and its judges (default: the default)")
+    parser.add_argument("--grice-strategy", default=DEFAULT_GRICE_STRATEGY, help="Grice strategy (default BEST)")
+    parser.add_argument("--component-method", default=DEFAULT_COMPONENT_METHOD, choices=("vanilla", "cot", "mad"))
+    parser.add_argument("--list", action="store_true", help="list stored debates")
+    parser.set_defaults(handler=_debate)
+
+
+def _debate(args) -> int:
+    if args.list:
+        return run_with_runtime(_list)
+    if not args.claim:
+        raise ArgtuiError("--claim is required (or --list)")
+    if args.script is None:
+        if args.export:
+            raise ArgtuiError("--export goes with --script")
+        from argtui.app import run_app
+
+        return run_app(backend=args.judge, debate=(args.claim, args.side))
+    if not args.script.is_file():
+        raise ArgtuiError(f"{args.script}: script file not found")
+    lines = [line.strip() for line in args.script.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if not lines:
+        raise ArgtuiError(f"{args.script}: no messages (one per line)")
+    return run_with_runtime(lambda runtime: _play(runtime, args, lines))
+
+
+async def _list(runtime: Runtime) -> int:
+    console = Console()
+    for debate, turns in DebateRepository(runtime.db).list():
+        console.print(f"{debate.id:>4}  {debate.updated_at:%Y-%m-%d %H:%M}  {turns:>3} turns  "
+                      f"[{debate.user_side}] {debate.claim}", highlight=False)
+    return 0
+
+
+async def _play(runtime: Runtime, args, lines: list[str]) -> int:
+    err = Console(stderr=True)
+    client = await runtime.client(args.judge)
+    retriever = await runtime.retriever()
+    repository = DebateRepository(runtime.db)
+    debate = repository.create(args.claim, args.side, backend=client.profile.name)
+    session = DebateSession(
+        repository, debate, client, retriever,
+        grice_repository=GriceRepository(runtime.db),
+        grice_strategy=args.grice_strategy, component_method=args.component_method,
+    )
+    err.print(f"debate {debate.id}: {args.claim!r}, student {args.side}, bot {'con' if args.side == 'pro' else 'pro'}")
+    failures = 0
+    for number, message in enumerate(lines, 1):
+        err.print(f"[bold]turn {number}[/] student: {message}", highlight=False)
+        started = time.perf_counter()
+        timings: dict[str, float] = {}
+
+        def follow(event) -> None:
+            timings.setdefault("first_event", time.perf_counter() - started)
+            if isinstance(event, StepStarted):
+                err.print(f"  … {STEP_TITLES[event.step]}", highlight=False)
+            elif isinstance(event, StepFinished):
+                err.print(f"  ✓ {STEP_TITLES[event.step]} ({event.seconds:.1f} s, {event.attempts} attempt(s))",
+                          highlight=False)
+            elif isinstance(event, ReplyProgress):
+                timings.setdefault("first_reply_text", time.perf_counter() - started)
+            elif isinstance(event, TurnFailed):
+                err.print(f"  ✗ {STEP_TITLES[event.step]}: {event.error}", style="red", highlight=False)
+
+        result = await session.exchange(message, follow)
+        total = time.perf_counter() - started
+        if result.bot is None:
+            failures += 1
+            continue
+        err.print(f"  bot ({result.bot.words} words, {result.bot.requests} requests): {result.bot.reply}",
+                  highlight=False)
+        if result.judgment:
+            verdicts = ", ".join(
+                f"{m}={j.answer or 'invalid'}" + (f" ({j.p_yes:.2f})" if j.p_yes is not None else "")
+                for m, j in result.judgment.metrics.items()
+            )
+            err.print(f"  Grice ({result.judgment.strategy}): {verdicts}", highlight=False)
+        labels = ", ".join(f"{c.label or 'invalid'}: {c.span.text[:40]!r}" for c in result.components)
+        err.print(f"  components: {labels}", highlight=False)
+        err.print(f"  first progress after {timings.get('first_event', 0) * 1000:.0f} ms, "
+                  f"reply done after {result.bot.seconds:.1f} s, exchange with judging {total:.1f} s",
+                  highlight=False)
+    run = rad_run(debate, repository.turns(debate.id), model=await client.model())
+    text = json.dumps(run, ensure_ascii=False)
+    if args.export:
+        args.export.parent.mkdir(parents=True, exist_ok=True)
+        args.export.write_text(text + "\n", encoding="utf-8")
+        err.print(f"wrote {args.export} (debate {debate.id})")
+    else:
+        print(text)
+    return 1 if failures else 0

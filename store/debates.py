@@ -1,0 +1,168 @@
+"""Debates: the claim and sides, every turn with its pipeline outputs and evidence,
+and the analyses attached to turns (Grice judgments of bot replies, component
+labels of student messages)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+from sqlalchemy import func
+from sqlmodel import Field, SQLModel, select
+
+from store.db import Database
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Debate(SQLModel, table=True):
+    __tablename__ = "debate"
+
+    id: int | None = Field(default=None, primary_key=True)
+    claim: str
+    user_side: str = Field(description="pro | con: the student's side; the bot argues the other")
+    backend: str = Field(default="", description="backend profile the bot used")
+    created_at: datetime = Field(default_factory=_now)
+    updated_at: datetime = Field(default_factory=_now, index=True)
+
+
+class DebateTurn(SQLModel, table=True):
+    __tablename__ = "debate_turn"
+
+    id: int | None = Field(default=None, primary_key=True)
+    debate_id: int = Field(foreign_key="debate.id", index=True)
+    position: int = Field(description="0-based order within the debate")
+    role: str = Field(description="user | assistant")
+    content: str
+    steps_json: str | None = Field(default=None, description="assistant: each pipeline step's output")
+    evidence_json: str | None = Field(default=None, description="assistant: retrieved arguments and their use")
+    length_action: str | None = None
+    error: str | None = Field(default=None, description="assistant: why the turn failed, with the step")
+    seconds: float | None = None
+    created_at: datetime = Field(default_factory=_now)
+
+    @property
+    def steps(self) -> dict:
+        return json.loads(self.steps_json) if self.steps_json else {}
+
+    @property
+    def evidence(self) -> list[dict]:
+        return json.loads(self.evidence_json) if self.evidence_json else []
+
+
+class TurnAnalysis(SQLModel, table=True):
+    __tablename__ = "debate_turn_analysis"
+
+    id: int | None = Field(default=None, primary_key=True)
+    turn_id: int = Field(foreign_key="debate_turn.id", index=True)
+    kind: str = Field(description="grice | components")
+    method: str = Field(description="strategy or method, e.g. BEST, mad")
+    judge: str = Field(default="", description="backend profile that judged")
+    result_json: str
+    created_at: datetime = Field(default_factory=_now)
+
+    @property
+    def result(self):
+        return json.loads(self.result_json)
+
+
+class DebateRepository:
+    def __init__(self, db: Database):
+        self._db = db
+
+    def create(self, claim: str, user_side: str, backend: str = "") -> Debate:
+        if user_side not in ("pro", "con"):
+            raise ValueError(f"side must be pro or con, got {user_side!r}")
+        with self._db.session() as session:
+            debate = Debate(claim=claim, user_side=user_side, backend=backend)
+            session.add(debate)
+            session.flush()
+            session.refresh(debate)
+            return debate
+
+    def get(self, debate_id: int) -> Debate | None:
+        with self._db.session() as session:
+            return session.get(Debate, debate_id)
+
+    def list(self) -> list[tuple[Debate, int]]:
+        """Debates, most recently active first, with their turn counts."""
+        with self._db.session() as session:
+            counts = (
+                select(DebateTurn.debate_id, func.count(DebateTurn.id).label("turns"))
+                .group_by(DebateTurn.debate_id)
+                .subquery()
+            )
+            rows = session.exec(
+                select(Debate, func.coalesce(counts.c.turns, 0))
+                .outerjoin(counts, counts.c.debate_id == Debate.id)
+                .order_by(Debate.updated_at.desc())
+            ).all()
+            return [(debate, turns) for debate, turns in rows]
+
+    def add_turn(
+        self,
+        debate_id: int,
+        role: str,
+        content: str,
+        *,
+        steps: dict | None = None,
+        evidence: list[dict] | None = None,
+        length_action: str | None = None,
+        error: str | None = None,
+        seconds: float | None = None,
+    ) -> DebateTurn:
+        with self._db.session() as session:
+            position = session.exec(
+                select(func.count(DebateTurn.id)).where(DebateTurn.debate_id == debate_id)
+            ).one()
+            turn = DebateTurn(
+                debate_id=debate_id,
+                position=position,
+                role=role,
+                content=content,
+                steps_json=json.dumps(steps, ensure_ascii=False) if steps is not None else None,
+                evidence_json=json.dumps(evidence, ensure_ascii=False) if evidence is not None else None,
+                length_action=length_action,
+                error=error,
+                seconds=seconds,
+            )
+            session.add(turn)
+            debate = session.get(Debate, debate_id)
+            if debate is None:
+                raise KeyError(f"no debate with id {debate_id}")
+            debate.updated_at = _now()
+            session.add(debate)
+            session.flush()
+            session.refresh(turn)
+            return turn
+
+    def turns(self, debate_id: int) -> list[DebateTurn]:
+        with self._db.session() as session:
+            return list(
+                session.exec(
+                    select(DebateTurn).where(DebateTurn.debate_id == debate_id).order_by(DebateTurn.position)
+                )
+            )
+
+    def add_analysis(self, turn_id: int, kind: str, method: str, result: dict, judge: str = "") -> TurnAnalysis:
+        with self._db.session() as session:
+            analysis = TurnAnalysis(
+                turn_id=turn_id, kind=kind, method=method, judge=judge,
+                result_json=json.dumps(result, ensure_ascii=False),
+            )
+            session.add(analysis)
+            session.flush()
+            session.refresh(analysis)
+            return analysis
+
+    def analyses(self, turn_ids: list[int]) -> list[TurnAnalysis]:
+        if not turn_ids:
+            return []
+        with self._db.session() as session:
+            return list(
+                session.exec(
+                    select(TurnAnalysis).where(TurnAnalysis.turn_id.in_(turn_ids)).order_by(TurnAnalysis.id)
+                )
+            )
