@@ -128,7 +128,7 @@ class MessageView(Static, can_focus=True):
         parts = [head + body]
         if self.turn is not None and self.turn.length_action:
             parts.append(Text(f"(reply over 60 words: {self.turn.length_action})", style="dim italic"))
-        if self.content and not self.status:
+        if self.turn is not None:  # stored: the reply is complete
             parts.append(grice_line(self.grice))
         return Group(*parts)
 
@@ -327,6 +327,7 @@ class DebateScreen(Screen):
     async def _answer(self, view: MessageView) -> None:
         self._bot_busy = True
         started = time.perf_counter()
+        self._pending_reply = ""  # the last turn's text must not leak into this one
         self._streaming = view
         try:
             stored, outcome, failure = await self.session.bot_turn(lambda event: self._follow(view, event))
