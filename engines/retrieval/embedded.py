@@ -128,6 +128,7 @@ class EmbeddedIndex:
         started = time.perf_counter()
         manifest = self.manifest()
         if manifest is None:
+            self._refuse_if_being_written()
             self._remove()  # a half-built index, or one of an older format
             manifest = {"schema_version": SCHEMA_VERSION, "imports": {}}
         arguments = bundled_arguments()
@@ -225,6 +226,18 @@ class EmbeddedIndex:
         index.reload()
         on_progress(progress)
         return progress.done
+
+    def _refuse_if_being_written(self) -> None:
+        """Raise IndexBusy while another writer holds the index (its files are not ours to delete)."""
+        if not (self.directory / "meta.json").exists():
+            return
+        try:
+            writer = Index.open(str(self.directory)).writer(heap_size=WRITER_HEAP_BYTES, num_threads=1)
+        except ValueError as exc:
+            if "LockBusy" in str(exc):
+                raise IndexBusy(self.directory) from None
+            return  # unreadable: a broken index, removed next
+        del writer
 
     def _remove(self) -> None:
         """Delete the index folder; refuse to touch a folder that is not an index."""
