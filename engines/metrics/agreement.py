@@ -15,10 +15,16 @@ from itertools import combinations
 from typing import Hashable, Mapping, Sequence
 
 import numpy as np
-from scipy import stats
 
 from engines.metrics.bootstrap import Interval, bootstrap_ci
 from engines.metrics.classification import INVALID
+
+
+def _stats():
+    """scipy.stats, imported on first use: it takes half a second, and the app starts without it."""
+    from scipy import stats
+
+    return stats
 
 NAN = float("nan")
 
@@ -44,9 +50,9 @@ class ScoreAgreement:
 
 
 CORRELATIONS = {
-    "pearson": lambda x, y: stats.pearsonr(x, y).statistic,
-    "spearman": lambda x, y: stats.spearmanr(x, y).statistic,
-    "kendall": lambda x, y: stats.kendalltau(x, y).statistic,
+    "pearson": lambda x, y: _stats().pearsonr(x, y).statistic,
+    "spearman": lambda x, y: _stats().spearmanr(x, y).statistic,
+    "kendall": lambda x, y: _stats().kendalltau(x, y).statistic,
 }
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Hashable, Iterable, Mapping, Sequence, TypeVar
 
-import choix
 import numpy as np
 
 ItemT = TypeVar("ItemT", bound=Hashable)
@@ -51,6 +50,8 @@ def bradley_terry(
         else:
             wins[i, j] += 0.5
             wins[j, i] += 0.5
+    import choix  # imported here: it loads scipy.stats, half a second the app's start-up need not pay
+
     params = choix.ilsr_pairwise_dense(wins, alpha=alpha)
     params = params - params.mean()
     return {item: float(params[i]) for item, i in index.items()}
