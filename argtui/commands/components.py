@@ -103,6 +103,10 @@ def _print(results: list[ComponentResult], transcripts: bool) -> None:
                 console.print(f"[bold]{who}[/]: {turn.text}", highlight=False)
         elif result.reason:
             console.print(f"#{index} [bold]reason[/]: {result.reason}", highlight=False)
-    calls = sum(r.calls for r in results)
+    calls, cached = sum(r.calls for r in results), sum(r.cached_calls for r in results)
+    # Components run concurrently: the slowest one is how long the labelling took.
     seconds = max((r.seconds for r in results), default=0.0)
-    console.print(f"{len(results)} components, {calls} LLM calls, {seconds:.1f} s; stored for the Components view")
+    console.print(
+        f"{len(results)} components, {calls} LLM calls ({cached} answered by the cache), {seconds:.1f} s; "
+        "stored for the Components view"
+    )
