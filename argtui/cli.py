@@ -16,6 +16,8 @@ from rich.text import Text
 
 import argtui.commands
 from argtui import __version__
+from argtui.config import Paths
+from argtui.logs import log_to_file
 from engines.errors import ArgtuiError
 from store import StoreError
 
@@ -41,7 +43,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--backend", help="backend profile for the app (default: the configured default)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     modules = sorted(m.name for m in pkgutil.iter_modules(argtui.commands.__path__))
-    group_parsers = {}
+    group_parsers: dict = {}
+    if "eval" in modules:  # the eval group is generated from the task registry
+        modules.remove("eval")
+        importlib.import_module("argtui.commands.eval").register(subparsers)
+        group_parsers["eval"] = next(
+            action for action in subparsers.choices["eval"]._actions
+            if isinstance(action, argparse._SubParsersAction)
+        )
     for name in modules:
         group = name.split("_", 1)[0]
         if group in GROUPS and "_" in name:
@@ -60,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        log_to_file(Paths.resolve().data_dir)
         if args.command is None:
             from argtui.app import run_app
 

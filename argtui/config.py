@@ -19,6 +19,7 @@ import platformdirs
 import tomli_w
 from pydantic import ValidationError
 
+from engines.datasets.ukp_essays import DATA_ENV as UKP_ESSAYS_ENV
 from engines.errors import ArgtuiError
 from engines.llm.embedded import EMBEDDED_MODEL_NAME
 from engines.llm.profile import EMBEDDED_PROFILE, BackendProfile
@@ -165,12 +166,15 @@ def _problems(exc: ValidationError) -> str:
     )
 
 
+DATASET_ENV = {"ukp-essays": UKP_ESSAYS_ENV}
+
+
 def _apply_environment(config: Config) -> None:
     base_url = os.environ.get("ARGTUI_BASE_URL")
     if base_url:
         config.backends[ENV_PROFILE] = BackendProfile(
             name=ENV_PROFILE,
-            kind=os.environ.get("ARGTUI_BACKEND_KIND", "openai"),  # type: ignore[arg-type]
+            kind=os.environ.get("ARGTUI_BACKEND_KIND") or None,  # type: ignore[arg-type]
             base_urls=[base_url],
             model=os.environ.get("ARGTUI_MODEL", ""),
             api_key_env=os.environ.get("ARGTUI_API_KEY_ENV") or None,
@@ -179,3 +183,6 @@ def _apply_environment(config: Config) -> None:
     chosen = os.environ.get("ARGTUI_BACKEND")
     if chosen:
         config.default_backend = chosen
+    for dataset, variable in DATASET_ENV.items():  # for one session, over the [datasets] table
+        if os.environ.get(variable):
+            config.datasets[dataset] = os.environ[variable]

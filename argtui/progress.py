@@ -1,9 +1,9 @@
-"""A rich progress bar that follows an engine's BatchProgress callbacks."""
+"""A rich progress bar that follows an engine's progress callbacks (a run's or an index build's)."""
 
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Protocol
 
 from rich.console import Console
 from rich.progress import (
@@ -15,11 +15,20 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from engines.batch import BatchProgress
+
+class Counts(Protocol):
+    """What the bar reads of a progress event."""
+
+    total: int
+    done: int
+    invalid: int
+
+    @property
+    def resumed(self) -> int: ...
 
 
 @contextmanager
-def batch_progress_bar(description: str, console: Console | None = None) -> Iterator[Callable[[BatchProgress], None]]:
+def batch_progress_bar(description: str, console: Console | None = None) -> Iterator[Callable[[Counts], None]]:
     """Yields an `on_progress` callback; the bar goes to stderr so stdout stays clean for --json."""
     console = console or Console(stderr=True)
     with Progress(
@@ -34,10 +43,10 @@ def batch_progress_bar(description: str, console: Console | None = None) -> Iter
     ) as bar:
         task = bar.add_task(description, total=None, note="")
 
-        def update(progress: BatchProgress) -> None:
+        def update(progress: Counts) -> None:
             notes = []
-            if progress.skipped:
-                notes.append(f"{progress.skipped} resumed")
+            if progress.resumed:
+                notes.append(f"{progress.resumed} resumed")
             if progress.invalid:
                 notes.append(f"{progress.invalid} invalid")
             bar.update(task, total=progress.total, completed=progress.done, note=", ".join(notes))

@@ -14,7 +14,8 @@ from engines.llm.embedded import embedded_server
 from engines.llm.profile import BackendProfile
 from engines.llm.servers import ManagedServer
 from engines.llm.status import BackendStatus, probe
-from engines.retrieval.settings import RetrievalSettings, open_retriever
+from engines.retrieval.backends import open_retriever
+from engines.retrieval.settings import RetrievalSettings
 from engines.retrieval.types import ProgressCallback, Retriever
 from store import Database
 from store.llm_cache import ResponseCache

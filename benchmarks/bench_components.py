@@ -39,14 +39,15 @@ async def measure(data: Path, components: int, judge: str | None) -> dict:
         for method in METHODS:
             for index in range(min(components, len(spans))):
                 result = await classify_component(client, essay.text, spans, index, method, key=f"{essay.id}/{index}")
+                usage = result.usage
                 rows.append({
                     "method": method, "component": essay.components[index].id,
-                    "gold": essay.components[index].label, "label": result.label, "calls": result.calls,
-                    "cached_calls": result.cached_calls, "seconds": round(result.seconds, 2),
-                    "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,
+                    "gold": essay.components[index].label, "label": result.label, "calls": usage.calls,
+                    "cached_calls": usage.cached_calls, "seconds": round(result.seconds, 2),
+                    "prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
                 })
-                print(f"{method:<8} {rows[-1]['component']:<4} {result.calls} calls {result.seconds:7.1f} s "
-                      f"{result.prompt_tokens:>6} + {result.completion_tokens:>4} tokens", flush=True)
+                print(f"{method:<8} {rows[-1]['component']:<4} {usage.calls} calls {result.seconds:7.1f} s "
+                      f"{usage.prompt_tokens:>6} + {usage.completion_tokens:>4} tokens", flush=True)
         model, profile = await client.model(), client.profile.name
     finally:
         await runtime.aclose()

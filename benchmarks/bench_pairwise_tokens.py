@@ -24,12 +24,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from engines.datasets.webis import load_webis
 from engines.llm.client import LLMClient
 from engines.llm.embedded import EMBEDDED_MODEL_NAME, embedded_server
 from engines.llm.profile import BackendProfile
 from engines.pairwise.judge import JudgeSettings
-from engines.pairwise.run import PairJudge, select_items
+from engines.pairwise.run import judge_item, load_corpus, select_items
 
 RESULTS = Path(__file__).parent / "results" / "bench_pairwise_tokens.json"
 CONFIGURATIONS = {
@@ -39,16 +38,16 @@ CONFIGURATIONS = {
 }
 
 
-async def measure(profile: BackendProfile, items, corpus, strategy: str, warm_up) -> dict:
+async def measure(profile: BackendProfile, items, strategy: str, warm_up) -> dict:
     async with LLMClient(profile) as client:  # load the model and the shared system prompt once
-        await PairJudge(client, JudgeSettings(strategy, "logprob"), corpus)(warm_up)
+        await judge_item(client, JudgeSettings(strategy, "logprob"), warm_up)
     results = {}
     for name, options in CONFIGURATIONS.items():
         async with LLMClient(profile) as client:  # no cache: every judgment is requested
-            judge = PairJudge(client, JudgeSettings(strategy, **options), corpus)
+            settings = JudgeSettings(strategy, **options)
             started = time.perf_counter()
             for item in items:  # one at a time: latency per judgment without queueing
-                await judge(item)
+                await judge_item(client, settings, item)
             seconds = time.perf_counter() - started
             a = client.accounting
             results[name] = {
@@ -72,8 +71,7 @@ def main() -> None:
     parser.add_argument("--kind", default="llamacpp", choices=("vllm", "llamacpp", "openai"))
     args = parser.parse_args()
 
-    corpus = load_webis()
-    pool = select_items(corpus, [args.dimension], [args.topic], limit=args.pairs + 1)
+    pool = select_items(load_corpus(), [args.dimension], [args.topic], limit=args.pairs + 1)
     items, warm_up = pool[:-1], pool[-1]
     server = None
     base_url = args.base_url
@@ -85,7 +83,7 @@ def main() -> None:
     profile = BackendProfile(name="bench", kind=args.kind, base_urls=[base_url], model=args.model,
                              max_concurrency=4, timeout_s=600)
     try:
-        results = asyncio.run(measure(profile, items, corpus, args.prompt, warm_up))
+        results = asyncio.run(measure(profile, items, args.prompt, warm_up))
     finally:
         if server is not None:
             server.stop()

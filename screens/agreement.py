@@ -17,13 +17,13 @@ from engines.critiques.agreement import (
     AgreementError,
     AgreementReport,
     Comparison,
-    agreement_report,
     table_rows,
 )
+from engines.critiques.report import build_report, rater_names
 from screens.demo_notice import DemoNotice
 from screens.modes import Mode
 from screens.services import services
-from store.critiques import HUMAN, CritiqueRepository, RatingVersion
+from store.critiques import CritiqueRepository, RatingVersion
 
 
 class AgreementScreen(Screen):
@@ -68,13 +68,8 @@ class AgreementScreen(Screen):
         self.query_one("#progress", DataTable).add_columns("rater", "kind", "rated", "of")
         self.action_reload()
 
-    def _raters(self) -> list[str]:
-        """Human raters first (the usual references), then judges."""
-        raters = [r for r in CritiqueRepository(services(self).db).raters() if r.rated]
-        return [r.name for r in sorted(raters, key=lambda r: (r.kind != HUMAN, r.name))]
-
     def action_reload(self) -> None:
-        raters = self._raters()
+        raters = rater_names(services(self).db)
         if not raters:
             self.query_one("#heading", Static).update(
                 "No ratings yet. Import critiques (argtui import critiques --demo) and rate them on the "
@@ -96,12 +91,8 @@ class AgreementScreen(Screen):
 
     @work(thread=True, exclusive=True, group="agreement")
     def compute(self, reference: str, which: RatingVersion) -> None:
-        repo = CritiqueRepository(services(self).db)
-        positions = repo.positions()
-        position_of = {c.uid: p.uid for p in positions for c in p.critiques}
-        total = sum(len(p.critiques) for p in positions)
         try:
-            report = agreement_report(repo.ratings(which=which), position_of, total, reference)
+            report = build_report(services(self).db, reference, which=which)
         except AgreementError as exc:
             self.app.call_from_thread(self.notify, str(exc), severity="warning")
             return
@@ -125,7 +116,7 @@ class AgreementScreen(Screen):
             table.add_row(*(Text(cell, justify="left" if i == 0 else "right") for i, cell in enumerate(cells)), height=2)
 
     def action_next_reference(self) -> None:
-        raters = self._raters()
+        raters = rater_names(services(self).db)
         if raters:
             index = raters.index(self.reference) if self.reference in raters else -1
             self.reference = raters[(index + 1) % len(raters)]

@@ -1,7 +1,8 @@
 """Arena: several judges answer the same item side by side, live.
 
-The tasks come from `screens/arena_*.py` modules (see `screens/arena_api.py`).
-A judge column is a backend profile with one of the task's variants. Drawing
+The tasks come from the task registry (`engines.judging.task.tasks()`), so
+every judge task appears here with no edit to this screen. A judge column is
+a backend profile with one of the task's variants. Drawing
 an item starts every column at once (each in its own worker); each card fills
 in with its label, distribution and time as its answer arrives. The reference
 (expert / gold) answer stays hidden until asked for.
@@ -22,7 +23,8 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Header, Select, SelectionList, Static
 
 from engines.errors import ArgtuiError
-from screens.arena_api import ArenaAnswer, ArenaItem, ArenaTask, discover_arena_tasks, draw_item, task_filters
+from engines.judging.task import Task, TaskItem, default_options, tasks
+from engines.judging.verdict import Verdict
 from screens.demo_notice import DemoNotice
 from screens.modes import Mode
 from screens.services import services
@@ -73,7 +75,7 @@ class JudgeCard(Static):
         super().__init__()
         self.column = column
         self.labels = tuple(labels)
-        self.answer: ArenaAnswer | None = None
+        self.answer: Verdict | None = None
         self.border_title = column.title
 
     def show_state(self, message: str) -> None:
@@ -81,17 +83,17 @@ class JudgeCard(Static):
         self.set_classes("")
         self.update(Text(message, style="italic dim"))
 
-    def show_answer(self, answer: ArenaAnswer) -> None:
+    def show_answer(self, answer: Verdict) -> None:
         self.answer = answer
         self.set_classes("-answered")
         text = Text()
-        if answer.label is None:
-            text.append("invalid output\n", style="bold red")
+        if not answer.valid or answer.label is None:
+            text.append(f"invalid output: {answer.invalid_reason or 'no label'}\n", style="bold red")
             text.append(f"{answer.raw[:200]}\n", style="dim")
         else:
             text.append(f"{answer.label}\n", style="bold reverse")
         text.append_text(distribution_text(self.labels, answer.distribution))
-        text.append(f"{answer.seconds:.2f} s", style="bold")
+        text.append("cached" if answer.usage.cached else f"{answer.seconds:.2f} s", style="bold")
         if answer.detail:
             text.append(f" · {answer.detail}", style="dim")
         self.update(text)
@@ -166,14 +168,14 @@ class ArenaScreen(Screen):
         auto_judge: bool = True,
     ) -> None:
         super().__init__()
-        self.arena_tasks: list[ArenaTask] = discover_arena_tasks()
-        self.arena_task: ArenaTask | None = next((t for t in self.arena_tasks if t.name == task), None) or (
+        self.arena_tasks: list[Task] = tasks()
+        self.arena_task: Task | None = next((t for t in self.arena_tasks if t.name == task), None) or (
             self.arena_tasks[0] if self.arena_tasks else None
         )
         self.rng = random.Random(seed)
         self.columns: list[JudgeColumn] | None = list(judges) if judges is not None else None
         self.auto_judge = auto_judge
-        self.item: ArenaItem | None = None
+        self.item: TaskItem | None = None
         self.revealed = False
         self.chosen_filters: dict[str, str | None] = {}
 
@@ -208,13 +210,13 @@ class ArenaScreen(Screen):
         """The backend the app was started with ("" asks the services for their default)."""
         return getattr(self.app, "backend_name", None) or next(iter(self._profiles()), "")
 
-    async def _use_task(self, task: ArenaTask, columns: Sequence[JudgeColumn] | None) -> None:
+    async def _use_task(self, task: Task, columns: Sequence[JudgeColumn] | None) -> None:
         self.arena_task = task
         self.item = None
         self.chosen_filters = {}
         controls = self.query_one("#controls", Horizontal)
         await controls.query(".filter").remove()
-        for name, options in task_filters(task).items():
+        for name, options in task.filters(services(self)).items():
             await controls.mount(
                 Select([(option, option) for option in options], prompt=f"any {name}",
                        id=f"filter-{name}", classes="filter", compact=True)
@@ -270,12 +272,17 @@ class ArenaScreen(Screen):
         self._draw(self.arena_task, dict(self.chosen_filters))
 
     @work(thread=True, exclusive=True, group="draw")
-    def _draw(self, task: ArenaTask, chosen: dict[str, str | None]) -> None:
+    def _draw(self, task: Task, chosen: dict[str, str | None]) -> None:
         # A thread: the first draw may load a dataset from disk.
-        item = draw_item(task, self.rng, chosen)
+        fixed = {name: value for name, value in chosen.items() if value is not None}
+        try:
+            item = task.draw(services(self), self.rng, **fixed)
+        except ArgtuiError as exc:
+            self.app.call_from_thread(self._show_title, str(exc))
+            return
         self.app.call_from_thread(self._show_item, item)
 
-    def _show_item(self, item: ArenaItem) -> None:
+    def _show_item(self, item: TaskItem) -> None:
         self.item = item
         self.revealed = False
         self._show_title(item.title)
@@ -319,10 +326,11 @@ class ArenaScreen(Screen):
             card.show_state("judging…")
             self.run_worker(self._judge(card, self.arena_task, self.item), group="judges", exit_on_error=False)
 
-    async def _judge(self, card: JudgeCard, task: ArenaTask, item: ArenaItem) -> None:
+    async def _judge(self, card: JudgeCard, task: Task, item: TaskItem) -> None:
         try:
-            client = await services(self).client(card.column.profile)
-            answer = await task.judge(item, card.column.variant, client)
+            context = services(self)
+            client = await context.client(card.column.profile)
+            answer = await task.judge(context, item, card.column.variant, client, default_options(task))
         except ArgtuiError as exc:
             if item is self.item:
                 card.show_error(str(exc))

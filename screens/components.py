@@ -20,14 +20,15 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from engines.components import LABELS, METHODS, ComponentResult, Span, label_components, segment
+from engines.components import LABELS, METHODS, ComponentResult, Span, segment
 from engines.components.prompts import ROLE_NAMES
-from engines.components.records import load_result, save_labelled_text
+from engines.components.records import LabelledDocument, document_components, labelled_documents
 from engines.errors import ArgtuiError
+from engines.judging.task import default_options
+from engines.tasks.components import TASK, label_text
 from screens.demo_notice import DemoNotice
 from screens.modes import Mode
 from screens.services import services
-from store.components import ComponentRepository, StoredDocument
 
 LABEL_COLOURS = {"MajorClaim": "#8e3b9e", "Claim": "#2160b0", "Premise": "#7cc47f"}
 LABEL_STYLES = {
@@ -132,12 +133,9 @@ def component_detail(shown: ShownDocument, index: int) -> Text:
     if result.method == "mad" and not result.skipped:
         text.append("\nJudge's reason\n", style="bold underline")
         text.append(f"{result.reason}\n")
-    calls = f"{result.calls} call{'s' if result.calls != 1 else ''}"
-    text.append(
-        f"\n{calls} ({result.cached_calls} cached), {result.seconds:.1f} s, "
-        f"{result.prompt_tokens + result.completion_tokens} tokens",
-        style="dim",
-    )
+    usage = result.usage
+    calls = f"{usage.calls} call{'s' if usage.calls != 1 else ''}"
+    text.append(f"\n{calls} ({usage.cached_calls} cached), {result.seconds:.1f} s, {usage.tokens} tokens", style="dim")
     return text
 
 
@@ -163,7 +161,7 @@ class ComponentsScreen(Screen):
     def __init__(self) -> None:
         super().__init__()
         self.method = "mad"
-        self.stored: list[StoredDocument] = []
+        self.stored: list[LabelledDocument] = []
         self.shown: ShownDocument | None = None
         self.selected: int | None = None
 
@@ -189,11 +187,11 @@ class ComponentsScreen(Screen):
     # ------------------------------------------------------------------ stored documents
 
     def action_reload(self) -> None:
-        self.stored = ComponentRepository(services(self).db).stored_documents()
+        self.stored = labelled_documents(services(self).db)
         documents = self.query_one("#documents", OptionList)
         documents.clear_options()
         documents.add_options(
-            Option(f"{entry.document.name} · {entry.method} · {entry.judge} ({entry.components})", id=str(i))
+            Option(Text(f"{entry.name} · {entry.judge.name} ({len(entry.items)})"), id=str(i))
             for i, entry in enumerate(self.stored)
         )
         if self.stored:
@@ -210,17 +208,14 @@ class ComponentsScreen(Screen):
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         entry = self.stored[int(event.option.id)]
-        repository = ComponentRepository(services(self).db)
-        text = entry.document.text
-        predictions = repository.predictions(entry.run, entry.document.id)
-        shown = ShownDocument(
-            title=entry.document.name,
-            text=text,
-            spans=[Span(p.start, p.end, text[p.start : p.end]) for p in predictions],
-            results={i: load_result(repository, p, text) for i, p in enumerate(predictions)},
-            gold={i: p.gold for i, p in enumerate(predictions) if p.gold},
-        )
-        self._show(shown)
+        components = document_components(services(self).db, entry)
+        self._show(ShownDocument(
+            title=entry.name,
+            text=entry.text,
+            spans=[component.result.span for component in components],
+            results={i: component.result for i, component in enumerate(components)},
+            gold={i: component.gold for i, component in enumerate(components) if component.gold},
+        ))
 
     # ------------------------------------------------------------------ typed text
 
@@ -238,10 +233,10 @@ class ComponentsScreen(Screen):
             self.notify("No argument component found: type at least one sentence.", severity="warning")
             return
         self._show(ShownDocument(title="typed text", text=text, spans=spans))
-        self.label_text(text, spans, self.method)
+        self.label_typed(text, spans, self.method)
 
     @work(exclusive=True, group="label")
-    async def label_text(self, text: str, spans: list[Span], method: str) -> None:
+    async def label_typed(self, text: str, spans: list[Span], method: str) -> None:
         shown = self.shown
 
         def on_component(index: int, result: ComponentResult) -> None:
@@ -251,14 +246,12 @@ class ComponentsScreen(Screen):
 
         try:
             client = await services(self).client(getattr(self.app, "backend_name", None))
-            results = await label_components(client, text, spans, method, on_component=on_component)
+            _, results = await label_text(
+                services(self).db, client, text, method, default_options(TASK), spans, on_component
+            )
         except ArgtuiError as exc:  # the backend failed: say so, keep the screen
-            self.notify(str(exc), title="Labelling stopped", severity="error")
+            self.notify(str(exc), title="Labelling stopped", severity="error", markup=False)
             return
-        save_labelled_text(
-            ComponentRepository(services(self).db), text, results,
-            judge=client.profile.name, model=await client.model(),
-        )
         self.action_reload()
         self.notify(f"Labelled {len(results)} components with {method}.")
 

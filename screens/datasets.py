@@ -12,9 +12,9 @@ from textual.widgets import DataTable, Footer, Header, ProgressBar, Static
 
 from engines.errors import ArgtuiError
 from engines.retrieval import IndexStatus, RetrievalSettings
+from engines.retrieval.backends import backend_of
 from engines.retrieval.corpus import BUNDLED_DATASETS
 from engines.retrieval.embedded import EmbeddedIndex, embedded_index_dir, run_write
-from engines.retrieval.settings import open_elasticsearch
 from screens.modes import Mode
 from screens.services import services
 
@@ -63,14 +63,7 @@ class DatasetsScreen(Screen):
     async def _load(self) -> None:
         settings, data_dir = self._settings()
         try:
-            if settings.backend == "elasticsearch" and settings.es_url:
-                retriever = open_elasticsearch(settings.es_url, settings.index, settings.api_key())
-                try:
-                    status = await retriever.status()
-                finally:
-                    await retriever.aclose()
-            else:
-                status = EmbeddedIndex(embedded_index_dir(data_dir)).status()
+            status = await backend_of(settings).status(settings, data_dir)
         except ArgtuiError as exc:
             self._show_error(settings, str(exc))
             return
@@ -79,7 +72,7 @@ class DatasetsScreen(Screen):
     def _show(self, settings: RetrievalSettings, status: IndexStatus | None) -> None:
         summary = Text()
         summary.append("Active backend: ", style="bold")
-        summary.append("embedded tantivy index" if settings.backend == "tantivy" else "Elasticsearch")
+        summary.append(backend_of(settings).title)
         if status is None:
             summary.append("\nNot built yet. ", style="bold yellow")
             summary.append("Press b to build it from the bundled corpus (a few seconds); the first search builds it too.")
@@ -105,7 +98,7 @@ class DatasetsScreen(Screen):
 
     def action_rebuild(self) -> None:
         settings, _ = self._settings()
-        if settings.backend != "tantivy":
+        if not backend_of(settings).embedded:
             self.notify("This rebuilds the embedded index; fill Elasticsearch with `argtui index push`.",
                         severity="warning")
             return

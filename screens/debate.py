@@ -10,10 +10,9 @@ components (each openable to its debate transcript) for a student message.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict
+from typing import Sequence
 
 from rich.console import Group
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 from textual import on, work
@@ -39,13 +38,22 @@ from textual.widgets.option_list import Option
 from engines.debate.claims import Claim, bundled_claims, cmv_claims
 from engines.debate.pipeline import STEPS, ReplyProgress, StepFinished, StepStarted, TurnCompleted, TurnFailed
 from engines.components.types import METHODS as COMPONENT_METHODS
-from engines.debate.session import DEFAULT_COMPONENT_METHOD, DEFAULT_GRICE_STRATEGY, DebateSession, evidence_rows
+from engines.debate.records import (
+    ComponentRecord,
+    DebateRecords,
+    EvidenceRow,
+    GriceRecord,
+    MetricRecord,
+    StoredTurn,
+    TurnSteps,
+)
+from engines.debate.session import DEFAULT_COMPONENT_METHOD, DEFAULT_GRICE_STRATEGY, DebateSession
 from engines.grice.judge import STRATEGIES as GRICE_STRATEGIES
 from engines.errors import ArgtuiError
 from screens.demo_notice import DemoNotice
 from screens.modes import Mode
 from screens.services import services
-from store.debates import DebateRepository, DebateTurn
+from store.debates import DebateRepository
 from store.grice import GriceRepository
 
 LABEL_STYLES = {"MajorClaim": "bold white on dark_magenta", "Claim": "black on orange1", "Premise": "black on sky_blue2"}
@@ -53,12 +61,11 @@ STEP_TITLES = dict(STEPS)
 REPLY_REFRESH_S = 0.05  # stream the reply at about 20 updates per second
 
 
-def components_text(content: str, components: list[dict] | None) -> Text:
+def components_text(content: str, components: list[ComponentRecord] | None) -> Text:
     """The message with each labelled component on its label's colour."""
     text = Text(content)
     for component in components or []:
-        span, label = component["span"], component.get("label")
-        text.stylize(LABEL_STYLES.get(label, "reverse"), span["start"], span["end"])
+        text.stylize(LABEL_STYLES.get(component.label, "reverse"), component.span.start, component.span.end)
     return text
 
 
@@ -71,17 +78,16 @@ def legend() -> Text:
     return text
 
 
-def grice_line(result: dict | None) -> Text:
-    if not result:
+def grice_line(result: GriceRecord | None) -> Text:
+    if result is None:
         return Text("Grice: judging…", style="dim")
     text = Text("Grice: ", style="bold")
-    for metric, judgment in result["metrics"].items():
-        answer, p_yes = judgment.get("answer"), judgment.get("p_yes")
-        style = {"yes": "green", "no": "red"}.get(answer, "yellow")
+    for metric, judgment in result.metrics.items():
+        style = {"yes": "green", "no": "red"}.get(judgment.answer, "yellow")
         text.append(f"{metric} ", style="bold")
-        text.append(answer or "invalid", style=style)
-        if p_yes is not None:
-            text.append(f" {p_yes:.2f}", style="dim")
+        text.append(judgment.answer or "invalid", style=style)
+        if judgment.p_yes is not None:
+            text.append(f" {judgment.p_yes:.2f}", style="dim")
         text.append("  ")
     return text
 
@@ -97,23 +103,21 @@ class MessageView(Static, can_focus=True):
     MessageView:focus { background: $primary 20%; }
     """
 
-    def __init__(self, role: str, content: str, turn: DebateTurn | None = None):
+    def __init__(self, role: str, content: str, turn: StoredTurn | None = None):
         super().__init__(classes=role)
         self.role = role
         self.content = content
         self.turn = turn
-        self.components: list[dict] | None = None
-        self.grice: dict | None = None
+        self.components: list[ComponentRecord] | None = turn.components if turn else None
+        self.grice: GriceRecord | None = turn.grice if turn else None
         self.status = ""
-        self.steps: dict[str, dict] = {}
-        self.step_state: dict[str, str] = {}
+        self.steps: TurnSteps = (turn.steps if turn else None) or TurnSteps()
+        self.step_state: dict[str, str] = {
+            step: "done" for step, _ in STEPS if getattr(self.steps, step) is not None
+        }
         self.step_seconds: dict[str, float] = {}
-        self.evidence: list[dict] = []
+        self.evidence: Sequence[EvidenceRow] = turn.evidence if turn else ()
         self.error: str | None = turn.error if turn else None
-        if turn is not None and role == "assistant":
-            self.steps = turn.steps
-            self.step_state = {step: "done" for step in self.steps if step in STEP_TITLES}
-            self.evidence = turn.evidence
 
     def render(self):
         who = "You" if self.role == "user" else "Bot"
@@ -142,32 +146,31 @@ class TranscriptScreen(ModalScreen):
     TranscriptScreen > VerticalScroll { width: 90%; height: 85%; border: round $accent; background: $surface; padding: 0 1; }
     """
 
-    def __init__(self, component: dict):
+    def __init__(self, component: ComponentRecord):
         super().__init__()
         self.component = component
 
     def compose(self) -> ComposeResult:
         c = self.component
         with VerticalScroll():
-            yield Static(Text.assemble(("Component: ", "bold"), c["span"]["text"]))
-            label = c.get("label") or "invalid"
+            yield Static(Text.assemble(("Component: ", "bold"), c.span.text))
+            label = c.label or "invalid"
             yield Static(Text.assemble(("Label: ", "bold"), (f" {label} ", LABEL_STYLES.get(label, "reverse")),
-                                       f"  method {c.get('method', '')}" + ("  (manager skip)" if c.get("skipped") else "")))
-            distribution = c.get("distribution") or {}
-            if distribution:
+                                       f"  method {c.method}" + ("  (manager skip)" if c.skipped else "")))
+            if c.distribution:
                 table = Table(title="Manager distribution", show_edge=False)
                 table.add_column("label")
                 table.add_column("P", justify="right")
-                for name, p in sorted(distribution.items(), key=lambda kv: -kv[1]):
-                    table.add_row(name, f"{p:.3f}")
+                for name, p in sorted(c.distribution.items(), key=lambda kv: -kv[1]):
+                    table.add_row(Text(name), f"{p:.3f}")
                 yield Static(table)
-            for turn in c.get("transcript") or []:
-                role = turn["role"].capitalize() + (f" ({turn['label']})" if turn.get("label") else "")
-                yield Static(Text.assemble((f"{role}: ", "bold"), turn["text"]))
-            if c.get("reason"):
-                yield Static(Text.assemble(("Judge's reason: ", "bold"), c["reason"]))
-            if c.get("raw") and not c.get("label"):
-                yield Static(Text.assemble(("Raw output: ", "bold red"), c["raw"]))
+            for turn in c.transcript:
+                role = turn.role.capitalize() + (f" ({turn.label})" if turn.label else "")
+                yield Static(Text.assemble((f"{role}: ", "bold"), turn.text))
+            if c.reason:
+                yield Static(Text.assemble(("Judge's reason: ", "bold"), c.reason))
+            if c.raw and not c.label:
+                yield Static(Text.assemble(("Raw output: ", "bold red"), c.raw))
             yield Static(Text("Esc closes.", style="dim"))
 
 
@@ -254,17 +257,10 @@ class DebateScreen(Screen):
         self.query_one("#claim", Static).update(Text.assemble(
             ("Claim: ", "bold"), debate.claim, f"   you: {debate.user_side}, bot: {bot_side}"
         ))
-        turns = repository.turns(debate.id)
-        analyses = repository.analyses([t.id for t in turns])
+        turns = DebateRecords(repository).turns(debate.id)
         log = self.query_one("#log", VerticalScroll)
         for turn in turns:
-            view = MessageView(turn.role, turn.content, turn)
-            for analysis in analyses:
-                if analysis.turn_id == turn.id and analysis.kind == "components":
-                    view.components = analysis.result["components"]
-                elif analysis.turn_id == turn.id and analysis.kind == "grice":
-                    view.grice = analysis.result
-            log.mount(view)
+            log.mount(MessageView(turn.role, turn.content, turn))
         if turns:
             self.call_after_refresh(lambda: log.scroll_end(animate=False))
         self.query_one(Input).focus()
@@ -285,7 +281,7 @@ class DebateScreen(Screen):
             return
         db = services(self).db
         self.session = DebateSession(
-            DebateRepository(db), debate, client, retriever, grice_repository=GriceRepository(db),
+            DebateRepository(db), debate, client, retriever, reason_store=GriceRepository(db),
             grice_strategy=self.grice_strategy, component_method=self.component_method,
         )
         status.update("ready: type your argument and press Enter")
@@ -344,7 +340,6 @@ class DebateScreen(Screen):
         view.status = ""
         if outcome is not None:
             view.content = outcome.reply
-            view.evidence = evidence_rows(outcome)
             self.query_one("#status", Static).update(
                 f"reply in {time.perf_counter() - started:.1f} s ({outcome.requests} requests); judging it…"
             )
@@ -360,10 +355,9 @@ class DebateScreen(Screen):
             view.status = f"{STEP_TITLES[event.step]}…"
         elif isinstance(event, StepFinished):
             view.step_state[event.step] = "done"
-            view.steps[event.step] = event.output
+            view.steps = event.steps
+            view.evidence = event.evidence
             view.step_seconds[event.step] = event.seconds
-            if event.step == "retrieval":
-                self._update_evidence_preview(view, event.output)
         elif isinstance(event, ReplyProgress):
             self._pending_reply = event.text  # flushed by the timer
             return
@@ -374,13 +368,6 @@ class DebateScreen(Screen):
             return
         self._redraw(view)
 
-    def _update_evidence_preview(self, view: MessageView, output: dict) -> None:
-        view.evidence = [
-            {**node, "query": number, "selected": False, "final": False, "used": False}
-            for number, graph in enumerate(output.get("graphs", []), 1)
-            for node in graph["nodes"]
-        ]
-
     def _flush_reply(self) -> None:
         view = self._streaming
         if view is not None and self._pending_reply and self._pending_reply != view.content:
@@ -390,10 +377,11 @@ class DebateScreen(Screen):
 
     @work(group="judging")
     async def _judge(self, view: MessageView) -> None:
-        view.grice = {"metrics": {}}
+        partial = GriceRecord(strategy=self.session.grice_strategy)
+        view.grice = partial
 
-        def arrived(judgment) -> None:
-            view.grice["metrics"][judgment.metric] = asdict(judgment)
+        def arrived(judgment: MetricRecord) -> None:
+            partial.metrics[judgment.metric] = judgment
             self._redraw(view)
 
         try:
@@ -401,21 +389,21 @@ class DebateScreen(Screen):
         except ArgtuiError as exc:
             self.query_one("#status", Static).update(Text(f"Grice judging failed: {exc}", style="red"))
             return
-        view.grice = asdict(judgment)
+        view.grice = judgment
         view.refresh(layout=True)
         self.query_one("#status", Static).update(
-            f"judged ({judgment.strategy}) in {judgment.seconds:.1f} s, {judgment.calls} calls"
+            Text(f"judged ({judgment.strategy}) in {judgment.seconds:.1f} s, {judgment.calls} calls")
         )
         if self.selected is view:
             self._refresh_side(view)
 
     @work(group="labelling")
     async def _label(self, view: MessageView) -> None:
-        found: list[dict] = []
+        found: list[ComponentRecord] = []
 
-        def arrived(_index, result) -> None:
-            found.append(asdict(result))
-            view.components = sorted(found, key=lambda c: c["span"]["start"])
+        def arrived(_index: int, component: ComponentRecord) -> None:
+            found.append(component)
+            view.components = sorted(found, key=lambda c: c.span.start)
             self._redraw(view)
 
         try:
@@ -424,7 +412,7 @@ class DebateScreen(Screen):
             view.status = f"labelling failed: {exc}"
             view.refresh(layout=True)
             return
-        view.components = [asdict(result) for result in results]
+        view.components = results
         view.status = ""
         self._redraw(view)
 
@@ -458,9 +446,9 @@ class DebateScreen(Screen):
             options = self.query_one("#component-list", OptionList)
             options.clear_options()
             for index, component in enumerate(view.components or []):
-                label = component.get("label") or "invalid"
+                label = component.label or "invalid"
                 options.add_option(Option(
-                    Text.assemble((f" {label} ", LABEL_STYLES.get(label, "reverse")), " ", component["span"]["text"]),
+                    Text.assemble((f" {label} ", LABEL_STYLES.get(label, "reverse")), " ", component.span.text),
                     id=str(index),
                 ))
             if view.components is None:
@@ -475,23 +463,27 @@ class DebateScreen(Screen):
             lines.append(f"{mark} {title}", style=style)
             lines.append(f"  {seconds:.1f} s\n" if seconds is not None else "\n", style="dim")
         parts = [lines]
-        strategy = view.steps.get("strategy")
+        strategy = view.steps.strategy
         if strategy:
             card = Table(title="Strategy", show_header=False, expand=True)
             card.add_column(ratio=1)
             card.add_column(ratio=3)
-            for key, why in (("tone", "justification_tone"), ("style", "justification_style"),
-                             ("approach_strategy", "justification_approach"),
-                             ("type_of_arguments", "justification_type"),
-                             ("perspective", "justification_perspective")):
-                card.add_row(Text(key.replace("_", " "), style="bold"), Text.assemble((strategy[key], "bold"), "\n", strategy[why]))
+            for name, choice, why in (
+                ("tone", strategy.tone, strategy.justification_tone),
+                ("style", strategy.style, strategy.justification_style),
+                ("approach strategy", strategy.approach_strategy, strategy.justification_approach),
+                ("type of arguments", strategy.type_of_arguments, strategy.justification_type),
+                ("perspective", strategy.perspective, strategy.justification_perspective),
+            ):
+                card.add_row(Text(name, style="bold"), Text.assemble((choice, "bold"), "\n", why))
             parts.append(card)
-        queries = view.steps.get("queries")
-        if queries:
+        plan = view.steps.queries
+        if plan:
             text = Text("\nQueries\n", style="bold")
-            for name, query in queries.items():
-                text.append(f"{name}: {query['field_to_look']} ", style="bold")
-                text.append(f"{query['opponent_idea']}\n")
+            for name, query in plan:  # SEARCH_1…SEARCH_3, unused ones None
+                if query is not None:
+                    text.append(f"{name}: {query.field_to_look} ", style="bold")
+                    text.append(f"{query.opponent_idea}\n")
             parts.append(text)
         return Group(*parts)
 
@@ -503,29 +495,26 @@ class DebateScreen(Screen):
         table.add_column("how", width=9)
         table.add_column("argument", ratio=1)
         for row in view.evidence:
-            use = "used" if row.get("used") else "final" if row.get("final") else "sel." if row.get("selected") else ""
-            how = f"Q{row.get('query')} {row.get('strategy')}"
-            relation = row.get("relation_found") or row.get("relation") or ""
+            use = "used" if row.used else "final" if row.final else "sel." if row.selected else ""
+            relation = row.relation_found or row.relation or ""
             table.add_row(
                 Text(use, style="bold green" if use == "used" else ""),
-                Text(f"{how}\n{relation}", style="dim"),
-                Text.assemble(row["text"], (f"\n{row['id']} · {row.get('topic', '')}", "dim")),
+                Text(f"Q{row.query} {row.strategy}\n{relation}", style="dim"),
+                Text.assemble(row.text, (f"\n{row.id} · {row.topic}", "dim")),
             )
         return table
 
     def _grice_panel(self, view: MessageView):
         if view.error:
             return Text(f"No reply to judge: {view.error}", style="red")
-        if not view.grice or not view.grice.get("metrics"):
+        if view.grice is None or not view.grice.metrics:
             return Text("Judging starts when the reply is complete.", style="dim")
         parts = []
-        for metric, judgment in view.grice["metrics"].items():
-            answer = judgment.get("answer") or "invalid"
-            p_yes = judgment.get("p_yes")
-            head = Text.assemble((metric.capitalize(), "bold"), f"  {answer}",
-                                 (f"  P(yes) {p_yes:.2f}" if p_yes is not None else "", "dim"),
-                                 (f"  [{judgment.get('method', '')}]", "dim"))
-            body = Text(judgment.get("rationale") or judgment.get("error") or "", style="italic")
+        for metric, judgment in view.grice.metrics.items():
+            head = Text.assemble((metric.capitalize(), "bold"), f"  {judgment.answer or 'invalid'}",
+                                 (f"  P(yes) {judgment.p_yes:.2f}" if judgment.p_yes is not None else "", "dim"),
+                                 (f"  [{judgment.method}]", "dim"))
+            body = Text(judgment.rationale or judgment.error or "", style="italic")
             parts += [head, body, Text("")]
         return Group(*parts)
 
@@ -588,7 +577,7 @@ class NewDebateScreen(Screen):
         table = self.query_one("#debates", DataTable)
         table.add_columns("id", "side", "turns", "claim")
         for debate, turns in DebateRepository(services(self).db).list():
-            table.add_row(str(debate.id), debate.user_side, str(turns), debate.claim, key=str(debate.id))
+            table.add_row(str(debate.id), debate.user_side, str(turns), Text(debate.claim), key=str(debate.id))
         self.query_one("#claim-input", Input).focus()
         self._load_claims()
 
@@ -600,7 +589,9 @@ class NewDebateScreen(Screen):
             try:
                 claims = cmv_claims(rad_path) + claims
             except ArgtuiError as exc:
-                self.app.call_from_thread(self.notify, f"Touché claims not loaded: {exc}", severity="warning")
+                self.app.call_from_thread(
+                    self.notify, f"Touché claims not loaded: {exc}", severity="warning", markup=False
+                )
         self.app.call_from_thread(self._show_claims, claims)
 
     def _show_claims(self, claims: list[Claim]) -> None:

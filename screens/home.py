@@ -22,7 +22,7 @@ def describe_status(status: BackendStatus | None, backend_name: str) -> Text:
         text.append(f"{backend_name}: starting…\n", style="yellow")
         return text
     text.append(f"{status.name}", style="bold")
-    text.append(f" ({status.kind}{', started by argtui' if status.embedded else ''})\n")
+    text.append(f" ({status.kind or 'kind not detected yet'}{', started by argtui' if status.embedded else ''})\n")
     if status.reachable:
         text.append("ready", style="bold green")
         text.append(f"  model {status.model}\n")

@@ -1,15 +1,17 @@
-"""Leaderboard: stored pairwise judges against the experts, per dimension and topic.
+"""Leaderboard: stored pairwise judges against the experts, per dimension and topic, and
+the stored judges of every task.
 
-Tabs: the agreement table of every stored judge (the seed's Table 1 columns,
-with the experts' own BT fit as the reference row), judge-vs-judge agreement
-(Table 3), BT rankings side by side (experts vs the chosen judge), the score
-distributions (Figure 1) and an LLM-vs-expert scatter plot.
+Tabs: the agreement table of every stored pairwise judge (the seed's Table 1
+columns, with the experts' own BT fit as the reference row), judge-vs-judge
+agreement (Table 3), BT rankings side by side (experts vs the chosen judge),
+the score distributions (Figure 1), an LLM-vs-expert scatter plot, and every
+task of the registry with its stored judges against the stored references
+(a new task appears there with no edit to this screen).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 from rich.text import Text
 from textual import work
@@ -21,24 +23,16 @@ from textual.widgets import DataTable, Footer, Header, Select, Static, TabbedCon
 from textual_plotext import PlotextPlot
 
 from engines.datasets.webis import DIMENSIONS, WebisCorpus
-from engines.metrics.agreement import JudgeComparison, compare_judges
+from engines.judging.evaluate import JudgeStanding, standings
+from engines.judging.task import Task, tasks
 from engines.metrics.ranking import ranking
-from engines.pairwise.evaluation import (
-    TABLE_COLUMNS,
-    ArgumentId,
-    DimensionResult,
-    evaluate_dimension,
-    expert_judgments,
-    judged_from_record,
-)
-from engines.pairwise.judge import mode_of_variant
-from engines.pairwise.run import bundled_corpus, select_items
+from engines.pairwise.evaluation import TABLE_COLUMNS, ArgumentId
+from engines.pairwise.leaderboard import EXPERTS, Board, build_board
+from engines.pairwise.run import load_corpus
 from screens.demo_notice import DemoNotice
 from screens.modes import Mode
 from screens.services import services
-from store.pairwise import PairwiseRepository
 
-EXPERTS = "experts (own comparisons)"
 HEADERS = {"pearson": "r", "spearman": "ρ", "kendall": "τ", "mae": "MAE", "rmse": "RMSE",
            "kappa": "κ", "alpha": "α", "percent": "%"}
 RANK_ROWS = 200
@@ -46,6 +40,8 @@ RANK_ROWS = 200
 
 JUDGE_WIDTH = 20
 NUMBER_WIDTH = 6
+TASK_WIDTH = 14
+TASK_JUDGE_WIDTH = 28
 
 
 def _fmt(value: float | None, percent: bool = False) -> str:
@@ -66,13 +62,13 @@ def _number(value: float | int | None, percent: bool = False) -> Text:
     return Text(shown.rjust(NUMBER_WIDTH))
 
 
-def _judge_cell(name: str, bold: bool = False) -> Text:
+def _judge_cell(name: str, bold: bool = False, width: int = JUDGE_WIDTH) -> Text:
     """A stored judge ("model@profile variant") on two lines: model@profile, then the variant."""
     style = "bold" if bold else ""
     if name == EXPERTS:
         return Text("experts", style=style)
     judge, _, variant = name.partition(" ")
-    return Text(f"{_clip(judge)}\n {_clip(variant, JUDGE_WIDTH - 1)}", style=style)
+    return Text(f"{_clip(judge, width)}\n {_clip(variant, width - 1)}", style=style)
 
 
 def _clip(line: str, width: int = JUDGE_WIDTH) -> str:
@@ -83,38 +79,6 @@ def _table(table: DataTable, text_columns: int, *columns: tuple[str, int]) -> No
     """Columns of fixed width; after the first `text_columns`, headers align right like the numbers."""
     for index, (label, width) in enumerate(columns):
         table.add_column(label if index < text_columns else label.rjust(width), width=width)
-
-
-@dataclass
-class Board:
-    """Everything the tabs show for one dimension and topic scope."""
-
-    results: dict[str, DimensionResult] = field(default_factory=dict)  # judge name -> vs experts
-    comparisons: list[JudgeComparison] = field(default_factory=list)
-    texts: dict[ArgumentId, str] = field(default_factory=dict)
-
-
-def build_board(db, corpus: WebisCorpus, dimension: str, topic: int | None) -> Board:
-    """Evaluate the experts' own BT fit and every stored judge on one dimension and scope."""
-    board = Board()
-    topics = None if topic is None else [topic]
-    experts = expert_judgments(select_items(corpus, [dimension], topics))
-    board.results[EXPERTS] = evaluate_dimension(corpus, dimension, experts)
-    repository = PairwiseRepository(db)
-    labels = {}
-    for stored in repository.judges():
-        records = repository.judgments(stored.judge, stored.variant, dimension, topic)
-        if not records:
-            continue
-        judged = [judged_from_record(r) for r in records]
-        result = evaluate_dimension(corpus, dimension, judged, mode=mode_of_variant(stored.variant))
-        board.results[stored.name] = result
-        labels[stored.name] = {j.item.key: j.label for j in judged}
-    board.comparisons = compare_judges(
-        labels, {name: board.results[name].judge_scores for name in labels}
-    )
-    board.texts = {arg_id: corpus.argument(*arg_id).text for arg_id in board.results[EXPERTS].judge_scores}
-    return board
 
 
 class LeaderboardScreen(Screen):
@@ -140,6 +104,7 @@ class LeaderboardScreen(Screen):
         self.dimension = dimension
         self.topic = topic
         self.board: Board | None = None
+        self.standings: list[tuple[Task, list[JudgeStanding]]] | None = None
         self._topics_listed = False
 
     def compose(self) -> ComposeResult:
@@ -162,6 +127,8 @@ class LeaderboardScreen(Screen):
                 yield PlotextPlot(id="distribution-plot")
             with TabPane("Scatter", id="scatter"):
                 yield PlotextPlot(id="scatter-plot")
+            with TabPane("All tasks", id="tasks"):
+                yield DataTable(id="tasks-table", cursor_type="row", zebra_stripes=True, cell_padding=0)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -174,6 +141,9 @@ class LeaderboardScreen(Screen):
                *((h, n) for h in ("κ", "α", "%", "r", "ρ")))
         _table(self.query_one("#rankings-table", DataTable), 0,
                ("#", 3), (" experts", 30), ("score", n), (" judge", 31), ("score", n))
+        _table(self.query_one("#tasks-table", DataTable), 2,
+               ("task", TASK_WIDTH), ("judge", TASK_JUDGE_WIDTH), ("items", n), ("inv.", 5), ("ref.", n),
+               ("acc.", n), ("F1", n))
         self.action_reload()
 
     def action_switch_tab(self, step: int) -> None:
@@ -182,19 +152,29 @@ class LeaderboardScreen(Screen):
         tabs.active = panes[(panes.index(tabs.active) + step) % len(panes)]
 
     def action_reload(self) -> None:
+        self._refresh_board()
+        self._compute_standings()
+
+    def _refresh_board(self) -> None:
         self.query_one("#status", Static).update("Fitting Bradley-Terry scores…")
         self._compute(self.dimension, self.topic)
 
     @work(thread=True, exclusive=True, group="board")
     def _compute(self, dimension: str, topic: int | None) -> None:
         # A thread: the first call loads the dataset, and BT fits over all topics take a moment.
-        corpus = bundled_corpus()
+        corpus = load_corpus()
         board = build_board(services(self).db, corpus, dimension, topic)
         self.app.call_from_thread(self._show, board, corpus)
 
+    @work(thread=True, exclusive=True, group="standings")
+    def _compute_standings(self) -> None:
+        context = services(self)
+        found = [(task, standings(context, task)) for task in tasks()]
+        self.app.call_from_thread(self._fill_tasks, found)
+
     def _show(self, board: Board, corpus: WebisCorpus) -> None:
         self.board = board
-        judges = [name for name in board.results if name != EXPERTS]
+        judges = board.judges
         if self.judge not in judges:
             self.judge = judges[0] if judges else None
         judge_select = self.query_one("#judge", Select)
@@ -211,9 +191,12 @@ class LeaderboardScreen(Screen):
                 if self.topic is not None:
                     topic_select.value = str(self.topic)
         scope = "all topics" if self.topic is None else f"topic {self.topic}"
-        found = f"{len(judges)} stored judge(s)" if judges else (
-            "no stored judge: run `argtui eval pairwise` first (the experts alone)"
-        )
+        if judges:
+            found = f"{len(judges)} stored judge(s)"
+        elif board.stored_judges:
+            found = f"no stored judge in this scope ({board.stored_judges} elsewhere)"
+        else:
+            found = "no stored judge: run `argtui eval pairwise` first (the experts alone)"
         self.query_one("#status", Static).update(f"{self.dimension} · {scope} · {found}")
         self._fill_agreement(board)
         self._fill_judges(board)
@@ -231,6 +214,22 @@ class LeaderboardScreen(Screen):
                 *(_number(metrics[key], percent=key == "percent") for key in TABLE_COLUMNS),
                 height=1 if name == EXPERTS else 2,
             )
+
+    def _fill_tasks(self, found: list[tuple[Task, list[JudgeStanding]]]) -> None:
+        self.standings = found
+        table = self.query_one("#tasks-table", DataTable)
+        table.clear()
+        for task, rows in found:
+            name = Text(_clip(task.name, TASK_WIDTH), style="bold")
+            if not rows:
+                table.add_row(name, Text(f"no stored judge: run\n argtui eval {task.name}", style="dim"), height=2)
+            for row in rows:
+                table.add_row(
+                    name, _judge_cell(row.judge.name, width=TASK_JUDGE_WIDTH), _number(row.judgments),
+                    Text(str(row.invalid).rjust(5)), _number(row.labelled), _number(row.accuracy),
+                    _number(row.macro_f1), height=2,
+                )
+                name = Text("")
 
     def _fill_judges(self, board: Board) -> None:
         table = self.query_one("#judges-table", DataTable)
@@ -298,22 +297,23 @@ class LeaderboardScreen(Screen):
         if event.select.id == "judge" and value and value != self.judge:
             self.judge = value
             if self.board is not None:
-                self._show(self.board, bundled_corpus())
+                self._show(self.board, load_corpus())
         elif event.select.id == "dimension" and value and value != self.dimension:
             self.dimension = value
-            self.action_reload()
+            self._refresh_board()
         elif event.select.id == "topic":
             topic = None if value is None else int(value)
             if topic != self.topic:
                 self.topic = topic
-                self.action_reload()
+                self._refresh_board()
 
 
 MODE = Mode(
     name="leaderboard",
     title="Leaderboard",
     description="Pairwise judges against the experts of Webis-ArgQuality-20: agreement tables, "
-    "Bradley-Terry rankings side by side, score distributions and LLM-vs-expert scatter plots.",
+    "Bradley-Terry rankings side by side, score distributions and LLM-vs-expert scatter plots; "
+    "and the stored judges of every task against the reference.",
     make_screen=LeaderboardScreen,
     order=40,
 )

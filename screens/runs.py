@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
@@ -11,7 +12,7 @@ from screens.modes import Mode
 from screens.services import services
 from store.runs import RunRepository
 
-COLUMNS = ("id", "kind", "name", "state", "progress", "invalid", "updated", "error")
+COLUMNS = ("id", "task", "judge", "state", "progress", "invalid", "updated", "cause")
 
 
 class RunsScreen(Screen):
@@ -41,12 +42,12 @@ class RunsScreen(Screen):
         for run in RunRepository(services(self).db).list():
             share = f"{run.done}/{run.total}" + (f" ({run.done / run.total:.0%})" if run.total else "")
             table.add_row(
-                str(run.id), run.kind, run.name, run.state.value, share, str(run.invalid),
-                run.updated_at.strftime("%Y-%m-%d %H:%M"), run.error or "",
+                str(run.id), Text(run.task or run.kind), Text(run.judge or run.name), run.state.value, share,
+                str(run.invalid), run.updated_at.strftime("%Y-%m-%d %H:%M"), Text(run.error or ""),
             )
         if not table.row_count:
             self.query_one("#runs-hint", Static).update(
-                "No batch runs yet. `argtui eval …` commands record their runs here."
+                "No batch runs yet. `argtui eval TASK` records its runs here (`argtui eval --list` names the tasks)."
             )
 
 

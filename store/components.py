@@ -1,21 +1,28 @@
-"""Argument component predictions with every transcript turn, and the documents they label.
+"""The texts argument components are labelled in, and carrying old component predictions forward.
 
-A prediction belongs to a run (an evaluation's stable name, or a live run
-such as `live:mad:embedded`) and a document; saving the same component of
-the same run again replaces it, transcript included.
+Labels themselves are judgments of the task "components" (`store/judgments.py`);
+a text is kept here once (by source, name and digest), so that the Components
+view can show stored components in their document.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+import re
 from datetime import datetime, timezone
 
-from sqlalchemy import UniqueConstraint, delete
+from sqlalchemy import UniqueConstraint
+from sqlalchemy.engine import Connection
 from sqlmodel import Field, SQLModel, select
 
 from store.db import Database
+from store.judgments import judge_name, options_digest, upsert
+from store.migrations import judgments_from_v1
+
+ESSAYS_SOURCE = "ukp-essays"
+TYPED_SOURCE = "typed"
+TEXT_KEY_PREFIX = "text:"  # item keys of typed texts: text:<digest>/<start>-<end>
 
 
 def _now() -> datetime:
@@ -36,67 +43,6 @@ class ComponentDocument(SQLModel, table=True):
     digest: str = Field(index=True, description="sha256 of the text")
     text: str
     created_at: datetime = Field(default_factory=_now)
-
-
-class ComponentPrediction(SQLModel, table=True):
-    __tablename__ = "component_prediction"
-    __table_args__ = (UniqueConstraint("run", "document_id", "component"),)
-
-    id: int | None = Field(default=None, primary_key=True)
-    run: str = Field(index=True)
-    document_id: int = Field(foreign_key="component_document.id", index=True)
-    component: str = Field(description="the component's id in its document, e.g. T3 or S2")
-    start: int
-    end: int
-    gold: str | None = None
-    method: str
-    judge: str = Field(description="backend profile name")
-    model: str = ""
-    label: str | None = Field(default=None, description="None when the output was not a label")
-    raw: str = ""
-    distribution_json: str = "{}"
-    distribution_source: str = ""
-    judge_distribution_json: str = "{}"
-    proponent_label: str | None = None
-    opponent_label: str | None = None
-    skipped: bool = False
-    reason: str = ""
-    calls: int = 0
-    cached_calls: int = 0
-    seconds: float = 0.0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    created_at: datetime = Field(default_factory=_now)
-
-    @property
-    def distribution(self) -> dict[str, float]:
-        return json.loads(self.distribution_json)
-
-    @property
-    def judge_distribution(self) -> dict[str, float]:
-        return json.loads(self.judge_distribution_json)
-
-
-class ComponentTurn(SQLModel, table=True):
-    __tablename__ = "component_turn"
-
-    id: int | None = Field(default=None, primary_key=True)
-    prediction_id: int = Field(foreign_key="component_prediction.id", index=True, ondelete="CASCADE")
-    position: int
-    role: str
-    label: str | None = None
-    text: str
-
-
-@dataclass(frozen=True)
-class StoredDocument:
-    """A document with one run's predictions on it (what the Components view lists)."""
-
-    document: ComponentDocument
-    run: str
-    method: str
-    judge: str
-    components: int
 
 
 class ComponentRepository:
@@ -121,72 +67,112 @@ class ComponentRepository:
                 session.refresh(found)
             return found
 
-    def save(self, prediction: ComponentPrediction, turns: list[ComponentTurn]) -> ComponentPrediction:
-        """Store a prediction and its transcript in one transaction, replacing an earlier one."""
+    def documents(self) -> list[ComponentDocument]:
+        """Every stored document, newest first."""
         with self._db.session() as session:
-            earlier = session.exec(
-                select(ComponentPrediction).where(
-                    ComponentPrediction.run == prediction.run,
-                    ComponentPrediction.document_id == prediction.document_id,
-                    ComponentPrediction.component == prediction.component,
-                )
-            ).first()
-            if earlier is not None:
-                session.exec(delete(ComponentTurn).where(ComponentTurn.prediction_id == earlier.id))
-                session.delete(earlier)
-                session.flush()
-            session.add(prediction)
-            session.flush()
-            for position, turn in enumerate(turns):
-                turn.prediction_id, turn.position = prediction.id, position
-                session.add(turn)
-            session.flush()
-            session.refresh(prediction)
-            return prediction
+            newest = ComponentDocument.id.desc()  # type: ignore[union-attr]
+            return list(session.exec(select(ComponentDocument).order_by(newest)))
 
-    def done(self, run: str) -> set[tuple[int, str]]:
-        """(document id, component) of every prediction stored for the run."""
-        with self._db.session() as session:
-            rows = session.exec(
-                select(ComponentPrediction.document_id, ComponentPrediction.component).where(
-                    ComponentPrediction.run == run
-                )
-            )
-            return {(document_id, component) for document_id, component in rows}
 
-    def predictions(self, run: str, document_id: int | None = None) -> list[ComponentPrediction]:
-        """A run's predictions in document and text order."""
-        with self._db.session() as session:
-            query = select(ComponentPrediction).where(ComponentPrediction.run == run)
-            if document_id is not None:
-                query = query.where(ComponentPrediction.document_id == document_id)
-            query = query.order_by(ComponentPrediction.document_id, ComponentPrediction.start)
-            return list(session.exec(query))
+# ---------------------------------------------------------------------- schema 1 -> judgments
 
-    def turns(self, prediction_id: int) -> list[ComponentTurn]:
-        with self._db.session() as session:
-            return list(
-                session.exec(
-                    select(ComponentTurn)
-                    .where(ComponentTurn.prediction_id == prediction_id)
-                    .order_by(ComponentTurn.position)
-                )
-            )
+JUDGMENT_TASK = "components"  # the task these judgments belong to
+DEFAULT_VOTES, DEFAULT_TURN_TOKENS = 1, 96  # what a judge's name leaves out (the task's defaults)
+MAD_SETTINGS = re.compile(r":seed(\d+):rounds\d+:votes(\d+):turn(\d+):judge\d+(?::skip([^:]+))?$")
 
-    def stored_documents(self) -> list[StoredDocument]:
-        """Every (document, run) pair with predictions, newest first."""
-        with self._db.session() as session:
-            rows = session.exec(
-                select(ComponentPrediction, ComponentDocument)
-                .join(ComponentDocument, ComponentDocument.id == ComponentPrediction.document_id)
-                .order_by(ComponentPrediction.created_at.desc())
-            )
-            grouped: dict[tuple[int, str], StoredDocument] = {}
-            for prediction, document in rows:
-                key = (document.id, prediction.run)
-                if key in grouped:
-                    entry = grouped[key]
-                    grouped[key] = StoredDocument(document, entry.run, entry.method, entry.judge, entry.components + 1)
-                else:
-                    grouped[key] = StoredDocument(document, prediction.run, prediction.method, prediction.judge, 1)
-            return list(grouped.values())
+
+def _judge_variant_and_options(run: str, method: str) -> tuple[str, dict]:
+    """The task's variant and judge options of an old run name (`ukp-essays:mad:…:seed0:rounds2:…`).
+
+    Live runs (`live:<method>:<profile>`) did not record their settings: they map to the defaults.
+    """
+    settings = MAD_SETTINGS.search(run) if method == "mad" else None
+    if settings is None:
+        return method, {}
+    seed, votes, turn, skip = settings.groups()
+    options = {
+        "votes": int(votes) if int(votes) != DEFAULT_VOTES else None,
+        "turn_tokens": int(turn) if int(turn) != DEFAULT_TURN_TOKENS else None,
+        "skip_threshold": float(skip) if skip is not None else None,
+    }
+    variant = f"mad/seed{seed}" if int(seed) else "mad"
+    return variant, {name: value for name, value in options.items() if value is not None}
+
+
+def _tables(conn: Connection) -> set[str]:
+    return {row[0] for row in conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+def _created_at(value) -> datetime:
+    """An old row's time; SQLite kept it without its zone, which was UTC."""
+    try:
+        moment = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+    except ValueError:
+        return _now()
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+@judgments_from_v1
+def copy_v1(conn: Connection) -> int:
+    """Copy schema 1's `component_prediction` rows, with their `component_turn` transcripts, into
+    `judgment` (task "components"); returns how many. The old tables stay as they were.
+
+    Judges are named as the task names them (`<model>@<profile> <method>`, mad's seed and
+    settings read from the old run name); item keys are `<essay id>/<component id>` for the
+    UKP essays and `text:<sha256>/<start>-<end>` for typed texts. A migrated verdict's
+    `detail` is the stored reason. Rows are copied oldest first, so when two old runs map
+    to the same judge the newer label wins.
+    """
+    if not {"component_prediction", "component_turn", "component_document"} <= _tables(conn):
+        return 0
+    turns: dict[int, list[dict]] = {}
+    for prediction_id, role, label, text in conn.exec_driver_sql(
+        "SELECT prediction_id, role, label, text FROM component_turn ORDER BY prediction_id, position"
+    ):
+        turns.setdefault(prediction_id, []).append({"role": role, "text": text, "label": label})
+    rows = conn.exec_driver_sql(
+        'SELECT p.id, p.run, p.component, p.start, p."end", p.gold, p.method, p.judge, p.model, p.label, p.raw, '
+        "p.distribution_json, p.distribution_source, p.judge_distribution_json, p.proponent_label, "
+        "p.opponent_label, p.skipped, p.reason, p.calls, p.cached_calls, p.seconds, p.prompt_tokens, "
+        "p.completion_tokens, p.created_at, d.source, d.name, d.digest, d.text "
+        "FROM component_prediction p JOIN component_document d ON d.id = p.document_id "
+        "ORDER BY p.created_at, p.id"
+    ).mappings()
+    judgments = []
+    for row in rows:
+        variant, options = _judge_variant_and_options(row["run"], row["method"])
+        if row["source"] == TYPED_SOURCE:
+            item = f"{TEXT_KEY_PREFIX}{row['digest']}/{row['start']}-{row['end']}"
+        else:
+            item = f"{row['name']}/{row['component']}"
+        verdict = {
+            "label": row["label"],
+            "value": None,
+            "data": {
+                "transcript": turns.get(row["id"], []),
+                "reason": row["reason"],
+                "proponent_label": row["proponent_label"],
+                "opponent_label": row["opponent_label"],
+                "judge_distribution": json.loads(row["judge_distribution_json"] or "{}"),
+                "distribution_source": row["distribution_source"],
+                "skipped": bool(row["skipped"]),
+                "span": {"start": row["start"], "end": row["end"], "text": row["text"][row["start"] : row["end"]]},
+            },
+            "distribution": json.loads(row["distribution_json"] or "{}"),
+            "raw": row["raw"],
+            "invalid_reason": None if row["label"] is not None else "the output was not a label",
+            "detail": row["reason"],
+            "usage": {
+                "prompt_tokens": row["prompt_tokens"], "completion_tokens": row["completion_tokens"],
+                "latency_s": 0.0, "ttft_s": None, "calls": row["calls"], "cached_calls": row["cached_calls"],
+            },
+            "seconds": row["seconds"],
+        }
+        judgments.append(dict(
+            task=JUDGMENT_TASK, judge=judge_name(row["judge"], row["model"], variant, options_digest(options)), profile=row["judge"],
+            model=row["model"], variant=variant, item=item, reference=row["gold"], valid=row["label"] is not None,
+            verdict=verdict, run_id=None, created_at=_created_at(row["created_at"]),
+        ))
+    for judgment in judgments:  # one at a time: a later row must replace an earlier one of the same item
+        upsert(conn, [judgment])
+    return len(judgments)

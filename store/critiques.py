@@ -16,11 +16,14 @@ from datetime import datetime, timezone
 from typing import Iterable, Literal, Mapping
 
 from sqlalchemy import DDL, CheckConstraint, Index, event, func, text
+from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import aliased
 from sqlmodel import Field, Session, SQLModel, select
 
 from store.db import Database, StoreError
+from store.judgments import judge_name, upsert
+from store.migrations import judgments_from_v1
 
 DIMENSIONS = (
     "centrality",
@@ -548,3 +551,73 @@ def _rating_content(row: CritiqueRating) -> tuple:
         row.critique_id, row.rater_id, row.revises_id, row.reason, row.note, row.valid,
         *(getattr(row, name) for name in DIMENSIONS),
     )
+
+
+# ---------------------------------------------------------------------- judge ratings of schema 1
+
+JUDGMENT_TASK = "critiques"  # the critique task's name in the judgment table
+_V1_JUDGE_DETAILS = ("profile", "model", "prompt")
+
+
+def carried_judge(rater: RaterView) -> bool:
+    """A judge rater written by `argtui eval critiques` before judge verdicts had their own table:
+    `copy_v1` carries its ratings into `judgment`, where they are read from now on."""
+    return rater.kind == JUDGE and all(rater.details.get(key) for key in _V1_JUDGE_DETAILS)
+
+
+@judgments_from_v1
+def copy_v1(conn: Connection) -> int:
+    """Copy the current ratings of carried judge raters into `judgment`; returns how many.
+
+    The judge is named as the judging core names it (`<model>@<profile> <prompt>`, read
+    from the rater's details) and the item is the critique's uid. The verdict JSON has the
+    engine's Verdict shape: `value` overall, `data` the seven dimensions and the reasoning
+    (null when invalid), `raw`, `invalid_reason` the old error; `detail` is the reasoning.
+    The old rows stay in place; copying again replaces the same judgments.
+    """
+    tables = {row[0] for row in conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if not {"critique_rating", "critique_rater", "critique"} <= tables:
+        return 0
+    judges = {}
+    for rater_id, kind, details_json in conn.exec_driver_sql("SELECT id, kind, details_json FROM critique_rater"):
+        details = json.loads(details_json or "{}")
+        if carried_judge(RaterView("", kind, details, 0)):
+            judges[rater_id] = details
+    if not judges:
+        return 0
+    rows = conn.exec_driver_sql(
+        f"SELECT r.rater_id, c.uid, r.valid, r.raw, r.error, r.note, r.created_at, "
+        f"{', '.join('r.' + name for name in DIMENSIONS)} "
+        "FROM critique_rating r JOIN critique c ON c.id = r.critique_id "
+        "WHERE r.id NOT IN (SELECT revises_id FROM critique_rating WHERE revises_id IS NOT NULL) "
+        f"AND r.rater_id IN ({', '.join(str(rater_id) for rater_id in judges)}) ORDER BY r.id"
+    ).mappings()
+    judgments = []
+    for row in rows:
+        details = judges[row["rater_id"]]
+        values = {name: row[name] for name in DIMENSIONS}
+        valid = bool(row["valid"])
+        verdict = {
+            "label": None,
+            "value": values["overall"] if valid else None,
+            "data": {**values, "reasoning": row["note"] or ""} if valid else None,
+            "distribution": {},
+            "raw": row["raw"] or "",
+            "invalid_reason": None if valid else (row["error"] or "invalid output"),
+            "detail": row["note"] or "",
+            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "latency_s": 0.0, "ttft_s": None,
+                      "calls": 0, "cached_calls": 0},
+            "seconds": 0.0,
+        }
+        judgments.append(dict(
+            task=JUDGMENT_TASK, judge=judge_name(details["profile"], details["model"], details["prompt"]),
+            profile=details["profile"], model=details["model"], variant=details["prompt"], item=row["uid"],
+            reference=None, valid=valid, verdict=verdict, run_id=None, created_at=_created_at(row["created_at"]),
+        ))
+    for judgment in judgments:  # one at a time: two old raters of one judge, the later rating wins
+        upsert(conn, [judgment])
+    return len(judgments)
+
+
+def _created_at(value: str | datetime) -> datetime:
+    return _as_utc(value if isinstance(value, datetime) else datetime.fromisoformat(value))

@@ -62,11 +62,12 @@ class Database:
                     f"{self.path}: schema version {version} is newer than this argtui "
                     f"understands ({SCHEMA_VERSION}); upgrade argtui"
                 )
-            if 0 < version < SCHEMA_VERSION:
-                migrate(conn, version)
-        # create_all only adds missing tables, so new tables need no migration step.
+        # create_all only adds missing tables, so new tables need no migration step; it runs
+        # first so that steps can copy old rows into tables a newer schema added.
         SQLModel.metadata.create_all(self.engine)
         with self.engine.begin() as conn:
+            if 0 < version < SCHEMA_VERSION:
+                migrate(conn, version)
             conn.exec_driver_sql(f"PRAGMA user_version={SCHEMA_VERSION}")
 
     @property

@@ -1,10 +1,12 @@
 """Debates: the claim and sides, every turn with its pipeline outputs and evidence,
 and the analyses attached to turns (Grice judgments of bot replies, component
-labels of student messages)."""
+labels of student messages).
+
+Outputs, evidence and analyses are JSON text: the engine side (`engines.debate.records`)
+owns their shapes and round-trips them through its typed records."""
 
 from __future__ import annotations
 
-import json
 from datetime import datetime, timezone
 
 from sqlalchemy import func
@@ -43,14 +45,6 @@ class DebateTurn(SQLModel, table=True):
     seconds: float | None = None
     created_at: datetime = Field(default_factory=_now)
 
-    @property
-    def steps(self) -> dict:
-        return json.loads(self.steps_json) if self.steps_json else {}
-
-    @property
-    def evidence(self) -> list[dict]:
-        return json.loads(self.evidence_json) if self.evidence_json else []
-
 
 class TurnAnalysis(SQLModel, table=True):
     __tablename__ = "debate_turn_analysis"
@@ -62,10 +56,6 @@ class TurnAnalysis(SQLModel, table=True):
     judge: str = Field(default="", description="backend profile that judged")
     result_json: str
     created_at: datetime = Field(default_factory=_now)
-
-    @property
-    def result(self):
-        return json.loads(self.result_json)
 
 
 class DebateRepository:
@@ -107,8 +97,8 @@ class DebateRepository:
         role: str,
         content: str,
         *,
-        steps: dict | None = None,
-        evidence: list[dict] | None = None,
+        steps_json: str | None = None,
+        evidence_json: str | None = None,
         length_action: str | None = None,
         error: str | None = None,
         seconds: float | None = None,
@@ -122,8 +112,8 @@ class DebateRepository:
                 position=position,
                 role=role,
                 content=content,
-                steps_json=json.dumps(steps, ensure_ascii=False) if steps is not None else None,
-                evidence_json=json.dumps(evidence, ensure_ascii=False) if evidence is not None else None,
+                steps_json=steps_json,
+                evidence_json=evidence_json,
                 length_action=length_action,
                 error=error,
                 seconds=seconds,
@@ -146,12 +136,9 @@ class DebateRepository:
                 )
             )
 
-    def add_analysis(self, turn_id: int, kind: str, method: str, result: dict, judge: str = "") -> TurnAnalysis:
+    def add_analysis(self, turn_id: int, kind: str, method: str, result_json: str, judge: str = "") -> TurnAnalysis:
         with self._db.session() as session:
-            analysis = TurnAnalysis(
-                turn_id=turn_id, kind=kind, method=method, judge=judge,
-                result_json=json.dumps(result, ensure_ascii=False),
-            )
+            analysis = TurnAnalysis(turn_id=turn_id, kind=kind, method=method, judge=judge, result_json=result_json)
             session.add(analysis)
             session.flush()
             session.refresh(analysis)

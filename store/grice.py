@@ -1,20 +1,26 @@
-"""Grice judgments of bot turns and the cached Analyzer stage-1 reasons.
+"""The cached Analyzer stage-1 reasons of the Grice judges, the name a Grice judge is
+stored under, and the carrying of schema-1 Grice judgments into the `judgment` table.
 
-A judgment row is one metric of one turn under a `scope`: a batch run
-(`run:<id>`) or any other owner of turns (e.g. a debate). The four metrics of
-a turn are written in one transaction, so a turn is either fully stored or not
-at all, and a resumed run skips exactly the stored turns.
+Judgments themselves live in the `judgment` table (task "grice", one row per
+turn); the schema-1 table `grice_judgment` (one row per metric, scope
+`run:<id>`) is only read by `copy_v1`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+import re
 from datetime import datetime, timezone
 
 from sqlalchemy import UniqueConstraint
+from sqlalchemy.engine import Connection
 from sqlmodel import Field, Session, SQLModel, select
 
 from store.db import Database
+from store.judgments import judge_name, options_digest, upsert
+from store.migrations import judgments_from_v1
+
+TASK = "grice"
 
 
 def _now() -> datetime:
@@ -36,56 +42,11 @@ class GriceReason(SQLModel, table=True):
     created_at: datetime = Field(default_factory=_now)
 
 
-class GriceJudgmentRow(SQLModel, table=True):
-    __tablename__ = "grice_judgment"
-    __table_args__ = (UniqueConstraint("scope", "debate_id", "turn_index", "metric"),)
-
-    id: int | None = Field(default=None, primary_key=True)
-    scope: str = Field(index=True, description="run:<batch run id>, or another owner of turns")
-    debate_id: str
-    turn_index: int
-    metric: str
-    method: str
-    answer: str | None = None  # "yes" / "no"; None when invalid
-    p_yes: float | None = None
-    rationale: str = ""
-    raw: str = ""
-    source: str = ""
-    error: str | None = None
-    calls: int = 0
-    seconds: float = 0.0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    created_at: datetime = Field(default_factory=_now)
-
-    @property
-    def valid(self) -> bool:
-        return self.answer is not None
-
-
-@dataclass(frozen=True)
-class MetricValues:
-    """One metric's judgment as plain values (the store does not know the engine's types)."""
-
-    metric: str
-    method: str
-    answer: str | None
-    p_yes: float | None
-    rationale: str
-    raw: str
-    source: str
-    error: str | None
-    calls: int
-    seconds: float
-    prompt_tokens: int
-    completion_tokens: int
-
-
 class GriceRepository:
+    """Analyzer stage-1 reasons (the engine's ReasonStore protocol)."""
+
     def __init__(self, db: Database):
         self._db = db
-
-    # Analyzer stage-1 reasons (the engine's ReasonStore protocol)
 
     @staticmethod
     def _reason_row(session: Session, metric: str, k: int, judge_model: str, pool_digest: str) -> GriceReason | None:
@@ -116,36 +77,95 @@ class GriceRepository:
         with self._db.session() as session:
             return len(session.exec(select(GriceReason.id)).all())
 
-    # Judgments
 
-    def save_turn(self, scope: str, debate_id: str, turn_index: int, metrics: list[MetricValues]) -> None:
-        """All metrics of a turn in one transaction; a turn stored again replaces the old rows."""
-        with self._db.session() as session:
-            for old in session.exec(
-                select(GriceJudgmentRow).where(
-                    GriceJudgmentRow.scope == scope,
-                    GriceJudgmentRow.debate_id == debate_id,
-                    GriceJudgmentRow.turn_index == turn_index,
-                )
-            ):
-                session.delete(old)
-            session.flush()
-            for values in metrics:
-                session.add(GriceJudgmentRow(scope=scope, debate_id=debate_id, turn_index=turn_index, **vars(values)))
+_UNSAFE = re.compile(r"[\s#]+")  # would split a stored judge name back wrongly
 
-    def stored_turns(self, scope: str) -> set[tuple[str, int]]:
-        with self._db.session() as session:
-            rows = session.exec(
-                select(GriceJudgmentRow.debate_id, GriceJudgmentRow.turn_index).where(GriceJudgmentRow.scope == scope)
-            ).all()
-            return {(debate_id, turn_index) for debate_id, turn_index in rows}
 
-    def judgments(self, scope: str) -> list[GriceJudgmentRow]:
-        with self._db.session() as session:
-            return list(
-                session.exec(
-                    select(GriceJudgmentRow)
-                    .where(GriceJudgmentRow.scope == scope)
-                    .order_by(GriceJudgmentRow.debate_id, GriceJudgmentRow.turn_index, GriceJudgmentRow.metric)
-                )
-            )
+def grice_variant(strategy: str, pool_name: str, pool_digest: str) -> str:
+    """A Grice judge's variant: its strategy and the example pool it learns from, so a
+    different pool is a different judge (e.g. "BEST pool=builtin:a1d81efc")."""
+    return f"{strategy} pool={_UNSAFE.sub('_', pool_name)}:{pool_digest[:8]}"
+
+
+_V1_COLUMNS = ("scope", "debate_id", "turn_index", "metric", "method", "answer", "p_yes", "rationale", "raw",
+               "source", "error", "calls", "seconds", "prompt_tokens", "completion_tokens", "created_at")
+
+
+@judgments_from_v1
+def copy_v1(conn: Connection) -> int:
+    """Carry schema-1 `grice_judgment` rows of batch runs into `judgment`, one verdict per turn,
+    judged by the name `argtui eval grice` gives that run's configuration; returns the turns
+    copied. The old table stays as it was; copying again replaces the same rows."""
+    exists = conn.exec_driver_sql(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'grice_judgment'"
+    ).first()
+    if exists is None:
+        return 0
+    configs = {
+        run_id: json.loads(config)
+        for run_id, config in conn.exec_driver_sql("SELECT id, config_json FROM batch_run WHERE kind = 'eval-grice'")
+    }
+    turns: dict[tuple[int, str, int], list[dict]] = {}
+    rows = conn.exec_driver_sql(f"SELECT {', '.join(_V1_COLUMNS)} FROM grice_judgment ORDER BY id")
+    for values in rows:
+        row = dict(zip(_V1_COLUMNS, values))
+        scope = row.pop("scope")
+        run_id = int(scope.removeprefix("run:")) if re.fullmatch(r"run:\d+", scope) else None
+        if run_id in configs:
+            turns.setdefault((run_id, row["debate_id"], row["turn_index"]), []).append(row)
+    judgments = []
+    for (run_id, debate_id, turn_index), metrics in turns.items():
+        config = configs[run_id]
+        variant = grice_variant(config["strategy"], config["pool"], config["pool_digest"])
+        # The task's judge options, left out at their defaults as the engine does (one vote, rationale on).
+        options = {"votes": config["votes"], "no_rationale": not config["rationale"]}
+        options = {name: value for name, value in options.items() if value != {"votes": 1, "no_rationale": False}[name]}
+        verdict = _v1_verdict(config["strategy"], metrics)
+        judgments.append(dict(
+            task=TASK, judge=judge_name(config["judge"], config["model"], variant, options_digest(options)),
+            profile=config["judge"], model=config["model"], variant=variant,
+            item=f"{debate_id}/{turn_index}", reference=None, valid=verdict["invalid_reason"] is None,
+            verdict=verdict, run_id=run_id, created_at=max(_timestamp(m["created_at"]) for m in metrics),
+        ))
+    upsert(conn, judgments)
+    return len(judgments)
+
+
+def _usage(prompt_tokens: int, completion_tokens: int, calls: int) -> dict:
+    """A `Usage` as JSON; schema 1 kept neither latency nor cache hits."""
+    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "latency_s": 0.0,
+            "ttft_s": None, "calls": calls, "cached_calls": 0}
+
+
+def _v1_verdict(strategy: str, rows: list[dict]) -> dict:
+    """The verdict JSON the Grice task gives a whole turn (engines/tasks/grice.py, `turn_verdict`)."""
+    metrics = {
+        row["metric"]: {
+            "metric": row["metric"], "method": row["method"], "answer": row["answer"], "p_yes": row["p_yes"],
+            "rationale": row["rationale"], "raw": row["raw"], "source": row["source"], "error": row["error"],
+            "seconds": row["seconds"], "usage": _usage(row["prompt_tokens"], row["completion_tokens"], row["calls"]),
+        }
+        for row in rows
+    }
+    invalid = [m for m in metrics.values() if m["answer"] is None]
+    return {
+        "label": None, "value": None,
+        "data": {"strategy": strategy, "metrics": metrics},
+        "distribution": {},
+        "raw": "\n".join(f"{m['metric']}: {m['raw']}" for m in invalid),
+        "invalid_reason": "; ".join(f"{m['metric']}: {m['error']}" for m in invalid) or None,
+        "detail": " · ".join(
+            f"{m['metric']} {m['answer']} {m['p_yes']:.2f}" if m["answer"] else f"{m['metric']} invalid"
+            for m in metrics.values()
+        ),
+        "usage": _usage(
+            sum(row["prompt_tokens"] for row in rows), sum(row["completion_tokens"] for row in rows),
+            sum(row["calls"] for row in rows),
+        ),
+        "seconds": max(row["seconds"] for row in rows),
+    }
+
+
+def _timestamp(value: str | datetime) -> datetime:
+    moment = value if isinstance(value, datetime) else datetime.fromisoformat(value)
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)  # schema 1 stored UTC without a zone

@@ -17,9 +17,32 @@ from typing import Callable
 
 from sqlalchemy.engine import Connection
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {}
+# Steps that carry one task's schema-1 judgment table into `judgment`; a store module adds its
+# own with `@judgments_from_v1` (every store module is imported before the database opens).
+JUDGMENTS_FROM_V1: list[Callable[[Connection], object]] = []
+
+
+def judgments_from_v1(step: Callable[[Connection], object]) -> Callable[[Connection], object]:
+    JUDGMENTS_FROM_V1.append(step)
+    return step
+
+
+def _v1_to_v2(conn: Connection) -> None:
+    """Batch runs name their task and judge; judgments move to the `judgment` table (new: create_all)."""
+    columns = {row[1] for row in conn.exec_driver_sql("PRAGMA table_info(batch_run)")}
+    for column in ("task", "judge"):
+        if column not in columns:
+            conn.exec_driver_sql(f"ALTER TABLE batch_run ADD COLUMN {column} VARCHAR NOT NULL DEFAULT ''")
+    # Runs from before tasks had names: the task is the kind without its "eval-" prefix.
+    conn.exec_driver_sql("UPDATE batch_run SET task = substr(kind, 6) WHERE task = '' AND kind LIKE 'eval-%'")
+    # Every task's old judgments into the one judgment table (the old tables stay as they were).
+    for copy in sorted(JUDGMENTS_FROM_V1, key=lambda step: step.__module__):
+        copy(conn)
+
+
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2}
 
 
 def migrate(conn: Connection, from_version: int) -> None:

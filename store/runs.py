@@ -28,6 +28,8 @@ class BatchRun(SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     kind: str = Field(index=True, description="e.g. eval-pairwise, eval-grice")
+    task: str = Field(default="", description="the task's registry name, when a task runs")
+    judge: str = Field(default="", description="the judge's short name, when a judge runs")
     name: str = Field(index=True, description="stable name: same config resumes the same run")
     state: RunState = RunState.PENDING
     total: int = 0
@@ -47,7 +49,9 @@ class RunRepository:
     def __init__(self, db: Database):
         self._db = db
 
-    def open(self, kind: str, name: str, config: dict, total: int) -> BatchRun:
+    def open(
+        self, kind: str, name: str, config: dict, total: int, *, task: str = "", judge: str = ""
+    ) -> BatchRun:
         """The run with this kind and name, created if new; a finished run is reopened as is."""
         with self._db.session() as session:
             run = session.exec(
@@ -55,7 +59,8 @@ class RunRepository:
             ).first()
             if run is None:
                 run = BatchRun(
-                    kind=kind, name=name, config_json=json.dumps(config, sort_keys=True), total=total
+                    kind=kind, name=name, task=task, judge=judge,
+                    config_json=json.dumps(config, sort_keys=True), total=total,
                 )
                 session.add(run)
             elif run.state != RunState.DONE:
@@ -84,7 +89,7 @@ class RunRepository:
                 run.done = done
             if invalid is not None:
                 run.invalid = invalid
-            if error is not None or state == RunState.DONE:
+            if error is not None or state in (RunState.RUNNING, RunState.DONE):  # a fresh start has no cause
                 run.error = error
             run.updated_at = _now()
             session.add(run)

@@ -1,8 +1,9 @@
-"""Shared fixtures: an isolated ARGTUI_HOME, a real SQLite file, a real llama-server."""
+"""Shared fixtures: an isolated ARGTUI_HOME, a real SQLite file, a real llama-server, the fake one."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from pathlib import Path
 
@@ -11,9 +12,24 @@ import pytest
 from engines.llm.embedded import EMBEDDED_MODEL_NAME, embedded_server
 from engines.llm.profile import BackendProfile
 from engines.llm.servers import ManagedServer
+from fakes import FakeServer
 from store import Database
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def write_rad_debates(path: Path, debates: int = 2) -> Path:
+    """A RAD-shaped debates file: `debates` debates of two user turns each, with retrieved arguments."""
+    lines = []
+    for d in range(debates):
+        messages = []
+        for t in range(2):
+            messages.append({"role": "user", "content": f"Debate {d}, user message {t}: cars should go."})
+            messages.append({"role": "assistant", "content": f"Reply {t}: shops need deliveries.",
+                             "arguments": [{"id": f"{d}.{t}", "text": "Vans bring stock to shops."}]})
+        lines.append(json.dumps({"id": f"deb-{d}", "claim": "Ban cars from city centres.", "simulated_debate": messages}))
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
 
 
 def shared_data_dir() -> Path:
@@ -25,7 +41,7 @@ def argtui_home(tmp_path, monkeypatch) -> Path:
     """Every test gets its own config and data directory."""
     home = tmp_path / "argtui-home"
     monkeypatch.setenv("ARGTUI_HOME", str(home))
-    for name in ("ARGTUI_BACKEND", "ARGTUI_BASE_URL", "ARGTUI_MODEL", "ARGTUI_API_KEY_ENV"):
+    for name in ("ARGTUI_BACKEND", "ARGTUI_BASE_URL", "ARGTUI_MODEL", "ARGTUI_BACKEND_KIND", "ARGTUI_API_KEY_ENV"):
         monkeypatch.delenv(name, raising=False)
     return home
 
@@ -35,6 +51,13 @@ def db(tmp_path) -> Database:
     database = Database(tmp_path / "test.sqlite3")
     yield database
     database.close()
+
+
+@pytest.fixture
+def fake_server() -> FakeServer:
+    """A scriptable fake OpenAI-compatible server; set its `answer` to script it."""
+    with FakeServer() as fake:
+        yield fake
 
 
 @pytest.fixture(scope="session")

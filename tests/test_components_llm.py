@@ -17,12 +17,13 @@ from argtui.app import ArgtuiApp
 from argtui.cli import main
 from engines.components import LABELS, ClassifierSettings, classify_component, label_components
 from engines.components.evaluation import essay_spans
-from engines.components.records import load_result, save_result
+from engines.components.records import document_components, essay_key, labelled_documents, store_essays, verdict_of
 from engines.datasets.ukp_essays import load_ukp_essays
+from engines.judging.store import JudgmentStore
+from engines.judging.verdict import JudgeId
 from engines.llm.client import LLMClient
 from screens.components import ComponentsScreen
 from store import Database
-from store.components import ComponentRepository
 from test_components_screen import wait_until
 
 pytestmark = pytest.mark.llm
@@ -44,8 +45,8 @@ async def test_mad_debates_essay_components_and_stores_the_transcripts(llama_pro
     essay = load_ukp_essays(shared_data / "ukp-argument-annotated-essays-v2", "test", limit=1)[0]
     spans = essay_spans(essay)
     db = Database(tmp_path / "mad.sqlite3")
-    repository = ComponentRepository(db)
-    document = repository.document("ukp-essays", essay.id, essay.text)
+    store_essays(db, [essay])
+    judge = JudgeId.of("test-llama", "SmolLM2-135M-Instruct", "mad")
     async with LLMClient(llama_profile) as client:
         results = await asyncio.gather(*(
             classify_component(client, essay.text, spans, index, "mad", settings=SHORT, key=f"{essay.id}/{index}")
@@ -58,13 +59,16 @@ async def test_mad_debates_essay_components_and_stores_the_transcripts(llama_pro
         assert result.proponent_label != result.opponent_label
         assert [t.role for t in result.transcript] == ["proponent", "opponent", "proponent", "opponent", "judge"]
         assert all(turn.text for turn in result.transcript[:4])
-        assert result.calls == 7 and result.completion_tokens > 0
-        save_result(repository, "test-run", document.id, essay.components[index].id, result,
-                    judge="test-llama", model="SmolLM2-135M-Instruct", gold=essay.components[index].label)
-    stored = repository.predictions("test-run")
-    assert [p.component for p in stored] == [essay.components[0].id, essay.components[1].id]
-    again = load_result(repository, stored[1], essay.text)
-    assert again.transcript == results[1].transcript and again.label == results[1].label
+        assert result.usage.calls == 7 and result.usage.completion_tokens > 0
+    JudgmentStore(db, "components").save(judge, [
+        (essay_key(essay.id, essay.components[index].id), verdict_of(result), essay.components[index].label)
+        for index, result in zip((0, 1), results)
+    ])
+    [entry] = labelled_documents(db)
+    assert entry.items == tuple(sorted(essay_key(essay.id, c.id) for c in essay.components[:2]))
+    stored = document_components(db, entry)
+    assert [c.result for c in stored] == results
+    assert [c.gold for c in stored] == [c.label for c in essay.components[:2]]
     db.close()
 
 
@@ -89,8 +93,9 @@ def test_components_command_segments_labels_and_stores(llama_env, capsys, argtui
     ]
     assert all(PARAGRAPH[c["start"] : c["end"]] == c["text"] and c["label"] in LABELS for c in components)
     db = Database(argtui_home / "data" / "argtui.sqlite3")
-    stored = ComponentRepository(db).stored_documents()
-    assert len(stored) == 1 and stored[0].run == "live:vanilla:env" and stored[0].components == 3
+    [entry] = labelled_documents(db)
+    assert entry.judge.name == "SmolLM2-135M-Instruct@env vanilla" and entry.text == PARAGRAPH
+    assert [c.result.label for c in document_components(db, entry)] == [c["label"] for c in components]
     db.close()
 
 
@@ -107,7 +112,7 @@ async def test_typed_paragraph_is_labelled_live_in_the_view(llama_env):
         await wait_until(pilot, lambda: screen.stored, timeout_s=120)
         assert screen.shown is not None and len(screen.shown.results) == 3
         assert all(result.method == "vanilla" for result in screen.shown.results.values())
-        assert screen.stored[0].run == "live:vanilla:env"
+        assert screen.stored[0].judge.name == "SmolLM2-135M-Instruct@env vanilla"
         assert "label:" in str(screen.query_one("#detail").render())
 
 
@@ -126,14 +131,16 @@ def test_eval_components_command_reports_metrics_and_writes_transcripts(llama_en
     argv = ["eval", "components", "--data", str(tmp_path / "essays"), "--split", "all",
             "--method", "vanilla", "--json", "--output", str(output)]
     assert main(argv) == 0
-    report = json.loads(capsys.readouterr().out)
+    [report] = json.loads(capsys.readouterr().out)["results"]
+    assert report["judge"] == "SmolLM2-135M-Instruct@env vanilla" and report["judged_now"] == 3
     assert report["n"] == 3 and report["components"] == 3 and report["calls_per_component"] == 1.0
     assert set(report["per_class"]) == set(LABELS) and 0 <= report["macro_f1"] <= 1
     assert sum(sum(row.values()) for row in report["confusion"].values()) == 3
     written = json.loads(output.read_text())
     assert [p["component"] for p in written["predictions"]] == ["T1", "T2", "T3"]
-    assert written["predictions"][1]["gold"] == "Claim" and written["metrics"]["run"] == report["run"]
+    assert written["predictions"][1]["gold"] == "Claim" and written["metrics"]["run_id"] == report["run_id"]
 
     assert main(argv[:-3]) == 0  # the table; everything is already stored, nothing is asked again
     table = capsys.readouterr().out
     assert "macro F1" in table and "Confusion matrix" in table and "1.00 calls" in table
+    assert "0 judged now, 3 resumed" in table

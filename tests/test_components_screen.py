@@ -8,9 +8,12 @@ from textual.widgets import Input, OptionList, Static
 
 from argtui.app import ArgtuiApp
 from engines.components import ComponentResult, Span, Turn
-from engines.components.records import save_result
+from engines.components.records import essay_key, store_essays, verdict_of
+from engines.datasets.ukp_essays import Essay
+from engines.judging.store import JudgmentStore
+from engines.judging.verdict import JudgeId
+from engines.llm.types import Usage
 from screens.components import LABEL_STYLES, ComponentsScreen
-from store.components import ComponentRepository
 
 TEXT = "Towns must keep their libraries. Libraries lend laptops to people who have none."
 SPANS = [Span(0, 31, "Towns must keep their libraries"), Span(33, 80, "Libraries lend laptops to people who have none")]
@@ -29,12 +32,11 @@ def rendered(app, selector: str) -> str:
 
 
 def store_debated_document(db) -> None:
-    repository = ComponentRepository(db)
-    document = repository.document("ukp-essays", "essay900", TEXT)
+    store_essays(db, [Essay("essay900", TEXT, (), ())])
     results = [
         ComponentResult(SPANS[0], "mad", "MajorClaim", {"MajorClaim": 0.7, "Claim": 0.3, "Premise": 0.0},
                         "logprobs", skipped=True, reason="Debate skipped: the Manager's top probability 0.70 exceeds 0.60.",
-                        calls=1, seconds=0.5),
+                        usage=Usage(calls=1), seconds=0.5),
         ComponentResult(
             SPANS[1], "mad", "Premise", {"MajorClaim": 0.0, "Claim": 0.55, "Premise": 0.45}, "logprobs",
             transcript=(
@@ -45,12 +47,13 @@ def store_debated_document(db) -> None:
                 Turn("judge", "The direction of support shows a premise."),
             ),
             reason="The direction of support shows a premise.", proponent_label="Claim", opponent_label="Premise",
-            calls=7, seconds=12.0,
+            usage=Usage(prompt_tokens=900, completion_tokens=100, calls=7, cached_calls=2), seconds=12.0,
         ),
     ]
-    for index, (result, gold) in enumerate(zip(results, ("MajorClaim", "Claim"))):
-        save_result(repository, "ukp-essays:mad:test", document.id, f"T{index + 1}", result,
-                    judge="test", model="m", gold=gold)
+    JudgmentStore(db, "components").save(JudgeId.of("test", "m", "mad"), [
+        (essay_key("essay900", f"T{index + 1}"), verdict_of(result), gold)
+        for index, (result, gold) in enumerate(zip(results, ("MajorClaim", "Claim")))
+    ])
 
 
 async def test_stored_document_shows_coloured_components_and_the_debate(monkeypatch):
@@ -63,7 +66,7 @@ async def test_stored_document_shows_coloured_components_and_the_debate(monkeypa
         await pilot.press("enter")
         assert isinstance(app.screen, ComponentsScreen)
         documents = app.screen.query_one("#documents", OptionList)
-        assert documents.option_count == 1 and "essay900 · mad · test (2)" in str(documents.get_option_at_index(0).prompt)
+        assert documents.option_count == 1 and "essay900 · m@test mad (2)" in str(documents.get_option_at_index(0).prompt)
         documents.focus()
         documents.highlighted = 0
         await pilot.press("enter")
@@ -84,7 +87,7 @@ async def test_stored_document_shows_coloured_components_and_the_debate(monkeypa
         assert "Proponent defends Claim, Opponent defends Premise" in detail
         assert "Nothing supports it; it supports the major claim." in detail
         assert "Judge's reason" in detail and "The direction of support shows a premise." in detail
-        assert "7 calls" in detail
+        assert "7 calls (2 cached), 12.0 s, 1000 tokens" in detail
 
         await pilot.press("p")
         assert "Component 1 of 2" in rendered(app, "#detail")

@@ -9,6 +9,7 @@ import pytest
 from argtui.cli import main
 from argtui.config import ConfigError, Paths, load_config
 from engines.llm.profile import BackendProfile
+from fakes import FakeServer
 
 
 def write_config(home, text: str):
@@ -75,6 +76,17 @@ def test_environment_defines_a_remote_profile(monkeypatch):
     profile = load_config().profile()
     assert profile.name == "env" and profile.base_urls == ["https://llm.example.org/v1"]
     assert profile.api_key() == "sk-secret-123"
+
+
+def test_an_environment_profile_without_a_kind_is_detected(monkeypatch, capsys):
+    with FakeServer(owned_by="vllm", version="0.11.0") as fake:
+        monkeypatch.setenv("ARGTUI_BASE_URL", fake.url)
+        assert load_config().profile().kind is None
+        assert main(["doctor", "--json", "--backend", "env"]) == 0
+    [backend] = json.loads(capsys.readouterr().out)["backends"]
+    assert backend["kind"] == "vllm" and backend["reachable"]
+    monkeypatch.setenv("ARGTUI_BACKEND_KIND", "llamacpp")
+    assert load_config().profile().kind == "llamacpp"
 
 
 def test_saved_profiles_round_trip_without_keys(argtui_home, monkeypatch):

@@ -6,26 +6,30 @@ from __future__ import annotations
 import gzip
 import json
 
-import httpx
 import pytest
 
-from engines.debate.export import exchanges, rad_run
+from engines.components.types import ComponentResult, Span, Turn
+from engines.debate.export import exchanges, full_record, rad_run
 from engines.debate.pipeline import (
     STEPS,
     WORD_LIMIT,
-    DebatePipeline,
-    DebateSetup,
-    DialogueTurn,
+    BotTurn,
+    EvidenceItem,
+    StepFinished,
     StepStarted,
     TurnCompleted,
     TurnFailed,
     partial_reply,
     trim_words,
 )
+from engines.debate.records import ComponentRecord, DebateRecords, GriceRecord, TurnSteps
+from engines.debate.schemas import SearchPlan, SearchQuery, StrategyAnalysis
 from engines.debate.session import DebateSession
+from engines.grice.types import GriceJudgment, MetricJudgment
 from engines.llm.client import LLMClient
-from engines.llm.profile import BackendProfile
 from engines.retrieval import RetrievalSettings, open_retriever
+from engines.retrieval.types import Argument
+from fakes import FakeServer, chat_reply
 from store.debates import DebateRepository
 from store.grice import GriceRepository
 
@@ -58,23 +62,17 @@ def test_exchanges_pair_messages_with_the_reply_that_answered_them(db):
     repository.add_turn(debate.id, "assistant", "", error="step strategy: invalid")
     repository.add_turn(debate.id, "user", "second")
     repository.add_turn(debate.id, "assistant", "reply")
-    pairs = exchanges(repository.turns(debate.id))
+    pairs = exchanges(DebateRecords(repository).turns(debate.id))
     assert [(u.content, b.content) for u, b in pairs] == [("second", "reply")]
 
 
-def garbage_backend() -> LLMClient:
-    def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, json={
-            "choices": [{"index": 0, "message": {"content": '{"tone": "Loud"'}, "finish_reason": "length"}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5},
-        })
-
-    profile = BackendProfile(name="garbage", kind="vllm", base_urls=["http://fake.test/v1"], model="m")
-    return LLMClient(profile, transport=httpx.MockTransport(handler))
+def garbage_backend(server: FakeServer) -> LLMClient:
+    server.answer = [chat_reply('{"tone": "Loud"', finish_reason="length", prompt_tokens=10, completion_tokens=5)]
+    return LLMClient(server.profile(name="garbage", kind="vllm"))
 
 
-async def test_invalid_step_output_ends_the_turn_with_an_error_that_is_stored(db, retriever):
-    client = garbage_backend()
+async def test_invalid_step_output_ends_the_turn_with_an_error_that_is_stored(db, retriever, fake_server):
+    client = garbage_backend(fake_server)
     repository = DebateRepository(db)
     debate = repository.create(CLAIM, "pro")
     session = DebateSession(repository, debate, client, retriever)
@@ -85,8 +83,108 @@ async def test_invalid_step_output_ends_the_turn_with_an_error_that_is_stored(db
     assert failure.step == "strategy" and '{"tone": "Loud"' in failure.raw
     assert client.accounting.requests == 2  # retried once with a new seed, then given up
     assert stored.error.startswith("step strategy") and stored.content == ""
+    assert stored.steps == TurnSteps(failed_step="strategy", raw=failure.raw) and stored.evidence == ()
+    assert DebateRecords(repository).turns(debate.id)[1] == stored
     assert [t.role for t in session.history()] == ["user"]  # a failed turn is not dialogue
     await client.aclose()
+
+
+STRATEGY = StrategyAnalysis(
+    tone="Respectful", justification_tone="calm", style="Logical", justification_style="clear",
+    approach_strategy="Focused", justification_approach="weakest point", type_of_arguments="Logical",
+    justification_type="facts", perspective="Practical/pragmatic", justification_perspective="schools",
+)
+
+
+def test_what_a_session_stores_reads_back_as_the_same_records(db):
+    repository = DebateRepository(db)
+    records = DebateRecords(repository)
+    debate = repository.create(CLAIM, "pro")
+    message = records.add_message(debate.id, "Uniforms stop bullying. They are cheap.")
+    query = SearchQuery(opponent_idea="uniforms stop bullying", field_to_look="ATTACK", justification="main")
+    argument = Argument("ibm-1", "Bullies find other targets.", "uniforms", attacks="Uniforms", source="ibm",
+                        tags=("school",), relation="attacks")
+    steps = TurnSteps(strategy=STRATEGY, queries=SearchPlan(SEARCH_1=query))
+    bot = BotTurn(
+        reply="Bullies find other targets.", words=4, length_action=None, strategy=STRATEGY, queries=[query],
+        evidence=[EvidenceItem(argument, "attack", 1, "attacks", 2.5, selected=True, final=True, used=True),
+                  EvidenceItem(Argument("ibm-2", "Unused.", "uniforms"), "text", 1, None, 1.0)],
+        steps=steps, seconds=3.0,
+    )
+    reply = records.add_reply(debate.id, bot)
+    assert reply.steps == steps and reply.seconds == 3.0
+    assert [(row.id, row.tags, row.relation, row.relation_found, row.used) for row in reply.evidence] == [
+        ("ibm-1", ["school"], "attacks", "attacks", True), ("ibm-2", [], None, None, False)]
+    judgment = GriceJudgment("BEST", {"quality": MetricJudgment(
+        metric="quality", method="Analyzer5", answer="no", p_yes=0.2, rationale="unsupported", raw="No",
+        source="logprobs", seconds=0.5)}, seconds=0.6)
+    grice = GriceRecord.of(judgment)
+    records.add_grice(reply.id, grice, judge="local")
+    result = ComponentResult(Span(0, 24, "Uniforms stop bullying."), "mad", "Claim", {"Claim": 0.7, "Premise": 0.3},
+                             transcript=(Turn("proponent", "A stance.", "Claim"),), reason="the thesis")
+    components = [ComponentRecord.of(result)]
+    records.add_components(message.id, "mad", components, judge="local")
+    user, bot_turn = records.turns(debate.id)
+    assert user.components == components and user.grice is None and user.steps is None
+    assert bot_turn.grice == grice and bot_turn.components is None
+    assert (bot_turn.grice.metrics["quality"].answer, bot_turn.grice.metrics["quality"].p_yes) == ("no", 0.2)
+    assert user.components[0].transcript[0].label == "Claim" and user.components[0].span.end == 24
+    assert bot_turn.evidence == reply.evidence and [a.method for a in bot_turn.analyses] == ["BEST"]
+
+
+def test_a_debate_stored_by_the_previous_release_loads_and_exports(db):
+    """Rows written before the records: `model_dump()` of the steps, `asdict` of the judgments."""
+    repository = DebateRepository(db)
+    debate = repository.create(CLAIM, "con")
+    user = repository.add_turn(debate.id, "user", "Uniforms limit self-expression.")
+    text = "Uniforms are cheap."
+    steps = {
+        "strategy": STRATEGY.model_dump(),
+        "queries": {"SEARCH_1": {"opponent_idea": "self-expression", "field_to_look": "ATTACK",
+                                 "justification": "the point"}},
+        "retrieval": {"graphs": [{"idea": "self-expression", "goal": "ATTACK", "nodes": [
+            {"strategy": "attack", "score": 3.2, "id": "ibm-1", "text": text, "topic": "t", "attacks": "x",
+             "supports": None, "tags": [], "source": "ibm", "relation": "attacks"}],
+            "edges": [{"source": "ibm-1", "target": "idea", "relation": "attacks"}]}]},
+        "selection": {"SEARCH_1": {"arguments": [text], "justification": "best"}},
+        "final": {"aspect_argument_1": "ATTACK to self-expression", "retrieved_argument_1": text,
+                  "justification_argument_1": "cost"},
+        "reply": {"response": "They cut costs.", "justification": "j", "arguments": [text],
+                  "length_action": "trimmed"},
+    }
+    evidence = [{"id": "ibm-1", "text": text, "topic": "t", "attacks": "x", "supports": None, "tags": [],
+                 "source": "ibm", "relation": "attacks", "strategy": "attack", "query": 1,
+                 "relation_found": "attacks", "score": 3.2, "selected": True, "final": True, "used": True}]
+    bot = repository.add_turn(debate.id, "assistant", "They cut costs.", steps_json=json.dumps(steps),
+                              evidence_json=json.dumps(evidence), length_action="trimmed", seconds=1.5)
+    metric = {"metric": "manner", "method": "Analyzer1", "answer": None, "p_yes": None, "rationale": "",
+              "raw": "Perhaps", "source": "", "error": "not yes or no", "calls": 3, "seconds": 0.9,
+              "prompt_tokens": 400, "completion_tokens": 9}
+    repository.add_analysis(bot.id, "grice", "BEST", json.dumps(
+        {"strategy": "BEST", "metrics": {"manner": metric}, "seconds": 1.0}))
+    repository.add_analysis(user.id, "components", "cot", json.dumps({"components": [
+        {"span": {"start": 0, "end": 31, "text": "Uniforms limit self-expression."}, "method": "cot",
+         "label": None, "distribution": {}, "distribution_source": "", "transcript": [], "reason": "",
+         "raw": "Thesis", "proponent_label": None, "opponent_label": None, "judge_distribution": {},
+         "skipped": False, "calls": 1, "cached_calls": 1, "seconds": 0.2, "prompt_tokens": 80,
+         "completion_tokens": 2}]}))
+    _, reply = DebateRecords(repository).turns(debate.id)
+    assert reply.steps.strategy == STRATEGY and reply.steps.reply.length_action == "trimmed"
+    assert reply.steps.retrieval.graphs[0].edges[0].target == "idea"
+    assert reply.steps.selection["SEARCH_1"].arguments == [text] and reply.steps.final.selected()[0][1] == text
+    assert reply.grice.metrics["manner"].error == "not yes or no" and reply.grice.calls == 3
+
+    record = json.loads(json.dumps(full_record(repository, debate)))
+    user_record, bot_record = record["turns"]
+    assert user_record["steps"] == {} and user_record["analyses"][0]["result"]["components"][0]["raw"] == "Thesis"
+    assert list(bot_record["steps"]) == [step for step, _ in STEPS]
+    assert bot_record["evidence"][0]["relation_found"] == "attacks"
+    assert bot_record["analyses"] == [{"kind": "grice", "method": "BEST", "judge": "", "result": {
+        "strategy": "BEST", "seconds": 1.0, "metrics": {"manner": {
+            key: metric[key] for key in ("metric", "method", "answer", "p_yes", "rationale", "error", "raw",
+                                         "source", "calls", "seconds")}}}}]
+    [exchange] = rad_run(debate, DebateRecords(repository).turns(debate.id))["simulation"]["userTurns"]
+    assert exchange["systemResponse"]["response"]["arguments"][0]["original"] == "attacks"
 
 
 @pytest.mark.llm
@@ -96,15 +194,17 @@ async def test_two_turn_scripted_debate_against_the_real_model(db, llama_profile
     debate = repository.create(CLAIM, "pro", backend=llama_profile.name)
     session = DebateSession(
         repository, debate, client, retriever,
-        grice_repository=GriceRepository(db), grice_strategy="ZSL", component_method="vanilla",
+        reason_store=GriceRepository(db), grice_strategy="ZSL", component_method="vanilla",
     )
     messages = [
         "School uniforms reduce bullying because nobody is mocked for their clothes.",
         "Uniforms also save parents money over a school year.",
     ]
+    results = []
     for message in messages:
         events = []
         result = await session.exchange(message, events.append)
+        results.append(result)
         assert isinstance(events[0], StepStarted) and events[0].step == "strategy"
         assert result.failure is None, result.failure
         turn = result.bot
@@ -117,16 +217,25 @@ async def test_two_turn_scripted_debate_against_the_real_model(db, llama_profile
         found = await retriever.get([a.id for a in used])
         assert [a.id for a in found] == [a.id for a in used]
         assert isinstance(events[-1], TurnCompleted)
+        [last_step] = [e for e in events if isinstance(e, StepFinished) and e.step == "reply"]
+        assert {row.id for row in last_step.evidence if row.used} == {a.id for a in used}  # rows repeat across queries
         assert result.judgment is not None and set(result.judgment.metrics) == {
             "quantity", "quality", "relation", "manner"
         }
         assert result.components and all(c.span.text for c in result.components)
-    turns = repository.turns(debate.id)
+    turns = DebateRecords(repository).turns(debate.id)
     assert [t.role for t in turns] == ["user", "assistant"] * 2
-    kinds = sorted(a.kind for a in repository.analyses([t.id for t in turns]))
-    assert kinds == ["components", "components", "grice", "grice"]
+    assert sorted(a.kind for t in turns for a in t.analyses) == ["components", "components", "grice", "grice"]
+    for (user, bot), result in zip(exchanges(turns), results):  # reopening gives back what the exchange had
+        assert user.components == result.components and bot.grice == result.judgment
+        assert bot.content == result.bot.reply and bot.steps.model_dump() == result.bot.steps.model_dump()
     run = rad_run(debate, turns)
+    replies = [u["systemResponse"]["response"] for u in run["simulation"]["userTurns"]]
     assert [u["utterance"] for u in run["simulation"]["userTurns"]] == messages
+    assert [[a["id"] for a in reply["arguments"]] for reply in replies] == [
+        [row.id for row in bot.used_arguments] for _, bot in exchanges(turns)]
+    assert [{a["id"] for a in reply["arguments"]} for reply in replies] == [
+        {a.id for a in result.bot.used_arguments} for result in results]
     await client.aclose()
 
 
@@ -153,11 +262,12 @@ def test_rad_export_has_the_nesting_of_the_official_run_shape(db, shared_data):
     repository.add_turn(debate.id, "user", "Uniforms limit self-expression.")
     repository.add_turn(
         debate.id, "assistant", "They also cut costs.", seconds=1.5,
-        evidence=[{"id": "ibm-1", "text": "Uniforms are cheap.", "topic": "t", "tags": [], "attacks": None,
-                   "supports": "Uniforms", "relation": "supports", "score": 3.2, "used": True},
-                  {"id": "ibm-2", "text": "unused", "used": False}],
+        evidence_json=json.dumps([{"id": "ibm-1", "text": "Uniforms are cheap.", "topic": "t", "tags": [],
+                                   "attacks": None, "supports": "Uniforms", "relation": "supports", "score": 3.2,
+                                   "used": True},
+                                  {"id": "ibm-2", "text": "unused", "used": False}]),
     )
-    run = rad_run(debate, repository.turns(debate.id))
+    run = rad_run(debate, DebateRecords(repository).turns(debate.id))
     ours, theirs = key_shape(run), key_shape(toy)
     turn, toy_turn = ours["simulation"]["userTurns"][0], theirs["simulation"]["userTurns"][0]
     assert set(ours["simulation"]) == set(theirs["simulation"])

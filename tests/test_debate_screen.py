@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
+from sqlalchemy import text
 from textual.widgets import Input, OptionList, Static
 
 from argtui.app import ArgtuiApp
 from argtui.config import load_config
 from engines.llm.profile import BackendProfile
 from engines.debate.pipeline import STEPS
+from engines.debate.records import DebateRecords
 from screens.debate import DebateScreen, MessageView, NewDebateScreen, TranscriptScreen
 from store import Database
 from store.debates import DebateRepository
@@ -27,37 +30,62 @@ def closed_backend(argtui_home):
     )
 
 
-def stored_debate(argtui_home) -> int:
-    db = Database(argtui_home / "data" / "argtui.sqlite3")
-    repository = DebateRepository(db)
-    debate = repository.create(CLAIM, "pro", backend="closed")
-    user = repository.add_turn(debate.id, "user", "Uniforms reduce bullying. Nobody is mocked for clothes.")
-    bot = repository.add_turn(
-        debate.id, "assistant", "Uniforms hide bullying rather than stop it.", seconds=2.0,
-        steps={"strategy": {"tone": "Respectful", "justification_tone": "calm", "style": "Logical",
-                            "justification_style": "clear", "approach_strategy": "Focused",
-                            "justification_approach": "weakest point", "type_of_arguments": "Logical",
-                            "justification_type": "facts", "perspective": "Practical/pragmatic",
-                            "justification_perspective": "schools"},
-               "queries": {"SEARCH_1": {"opponent_idea": "uniforms reduce bullying", "field_to_look": "ATTACK",
-                                        "justification": "central"}}},
-        evidence=[{"id": "ibm-1", "text": "Bullies find other targets.", "topic": "uniforms",
-                   "strategy": "attack", "query": 1, "relation_found": "attacks", "selected": True,
-                   "final": True, "used": True}],
-    )
-    component = lambda start, end, label: {  # noqa: E731
-        "span": {"start": start, "end": end, "text": user.content[start:end]}, "label": label, "method": "mad",
-        "distribution": {"Claim": 0.6, "Premise": 0.3, "MajorClaim": 0.1},
+def insert(db: Database, table: str, **values) -> int:
+    with db.engine.begin() as conn:
+        columns = ", ".join(values)
+        marks = ", ".join(f":{name}" for name in values)
+        return conn.execute(text(f"INSERT INTO {table} ({columns}) VALUES ({marks})"), values).lastrowid
+
+
+def old_component(content: str, start: int, end: int, label: str) -> dict:
+    """A component as the previous release stored it: `asdict(ComponentResult)`, token fields included."""
+    return {
+        "span": {"start": start, "end": end, "text": content[start:end]}, "method": "mad", "label": label,
+        "distribution": {"Claim": 0.6, "Premise": 0.3, "MajorClaim": 0.1}, "distribution_source": "logprobs",
         "transcript": [{"role": "proponent", "text": "It states a position.", "label": "Claim"},
                        {"role": "opponent", "text": "It is a reason.", "label": "Premise"}],
-        "reason": "It is the position the writer defends.",
+        "reason": "It is the position the writer defends.", "raw": label, "proponent_label": "Claim",
+        "opponent_label": "Premise", "judge_distribution": {label: 1.0}, "skipped": False, "calls": 7,
+        "cached_calls": 0, "seconds": 1.5, "prompt_tokens": 900, "completion_tokens": 40,
     }
-    repository.add_analysis(user.id, "components", "mad", {"components": [
-        component(0, 25, "Claim"), component(26, 55, "Premise")]})
-    repository.add_analysis(bot.id, "grice", "BEST", {"strategy": "BEST", "metrics": {
-        metric: {"answer": answer, "p_yes": p, "rationale": f"{metric} rationale", "method": "ZSL"}
-        for metric, answer, p in (("quantity", "yes", 0.8), ("quality", "no", 0.3),
-                                  ("relation", "yes", 0.7), ("manner", "yes", 0.9))}})
+
+
+def old_metric(metric: str, answer: str, p_yes: float) -> dict:
+    """One metric as the previous release stored it: `asdict(MetricJudgment)`."""
+    return {"metric": metric, "method": "ZSL", "answer": answer, "p_yes": p_yes, "rationale": f"{metric} rationale",
+            "raw": answer, "source": "logprobs", "error": None, "calls": 2, "seconds": 0.4,
+            "prompt_tokens": 300, "completion_tokens": 12}
+
+
+def stored_debate(argtui_home) -> int:
+    """A debate written by the previous release: its turns and analyses are the old JSON shapes, inserted raw."""
+    db = Database(argtui_home / "data" / "argtui.sqlite3")
+    debate = DebateRepository(db).create(CLAIM, "pro", backend="closed")
+    now = "2025-05-01 10:00:00.000000"
+    message = "Uniforms reduce bullying. Nobody is mocked for clothes."
+    user = insert(db, "debate_turn", debate_id=debate.id, position=0, role="user", content=message, created_at=now)
+    steps = {"strategy": {"tone": "Respectful", "justification_tone": "calm", "style": "Logical",
+                          "justification_style": "clear", "approach_strategy": "Focused",
+                          "justification_approach": "weakest point", "type_of_arguments": "Logical",
+                          "justification_type": "facts", "perspective": "Practical/pragmatic",
+                          "justification_perspective": "schools"},
+             "queries": {"SEARCH_1": {"opponent_idea": "uniforms reduce bullying", "field_to_look": "ATTACK",
+                                      "justification": "central"}}}
+    evidence = [{"id": "ibm-1", "text": "Bullies find other targets.", "topic": "uniforms", "attacks": "Uniforms",
+                 "supports": None, "tags": [], "source": "ibm", "relation": "attacks", "strategy": "attack",
+                 "query": 1, "relation_found": "attacks", "score": 2.5, "selected": True, "final": True,
+                 "used": True}]
+    bot = insert(db, "debate_turn", debate_id=debate.id, position=1, role="assistant",
+                 content="Uniforms hide bullying rather than stop it.", steps_json=json.dumps(steps),
+                 evidence_json=json.dumps(evidence), seconds=2.0, created_at=now)
+    components = {"components": [old_component(message, 0, 25, "Claim"), old_component(message, 26, 55, "Premise")]}
+    insert(db, "debate_turn_analysis", turn_id=user, kind="components", method="mad", judge="closed",
+           result_json=json.dumps(components), created_at=now)
+    grice = {"strategy": "BEST", "seconds": 1.2, "metrics": {
+        metric: old_metric(metric, answer, p) for metric, answer, p in (
+            ("quantity", "yes", 0.8), ("quality", "no", 0.3), ("relation", "yes", 0.7), ("manner", "yes", 0.9))}}
+    insert(db, "debate_turn_analysis", turn_id=bot, kind="grice", method="BEST", judge="closed",
+           result_json=json.dumps(grice), created_at=now)
     db.close()
     return debate.id
 
@@ -75,8 +103,11 @@ def test_reopening_a_saved_debate_shows_turns_labels_and_judgments(closed_backen
             await pilot.pause(0.05)
         views = list(screen.query(MessageView))
         assert [v.role for v in views] == ["user", "assistant"]
-        assert [c["label"] for c in views[0].components] == ["Claim", "Premise"]
-        assert views[1].grice["metrics"]["quality"]["answer"] == "no"
+        assert [(c.label, c.span.start, c.calls) for c in views[0].components] == [("Claim", 0, 7), ("Premise", 26, 7)]
+        assert {m: (j.answer, j.p_yes) for m, j in views[1].grice.metrics.items()}["quality"] == ("no", 0.3)
+        assert views[1].steps.strategy.tone == "Respectful"
+        assert views[1].step_state == {"strategy": "done", "queries": "done"}
+        assert [(row.id, row.relation_found, row.used) for row in views[1].evidence] == [("ibm-1", "attacks", True)]
         views[1].focus()
         await pilot.pause()
 
@@ -97,8 +128,8 @@ async def test_a_component_opens_to_its_transcript(closed_backend, argtui_home):
         options.highlighted = 1
         await pilot.press("enter")
         assert isinstance(app.screen, TranscriptScreen)
-        text = " ".join(str(w.render()) for w in app.screen.query(Static))
-        assert "Premise" in text and "It is a reason." in text and "position the writer defends" in text
+        shown = " ".join(str(w.render()) for w in app.screen.query(Static))
+        assert "Premise" in shown and "It is a reason." in shown and "position the writer defends" in shown
         await pilot.press("escape")
         assert isinstance(app.screen, DebateScreen)
 
@@ -128,17 +159,24 @@ async def test_start_a_debate_send_a_message_and_see_reply_judgments_and_labels(
         await pilot.pause()
         user_view, bot_view = list(screen.query(MessageView))
         assert user_view.role == "user" and bot_view.status.endswith("…")  # progress shows at once
+        status = screen.query_one("#status", Static)
         deadline = loop.time() + 600
-        while loop.time() < deadline and not (
-            bot_view.turn is not None and bot_view.grice and len(bot_view.grice.get("metrics", {})) == 4
-            and user_view.components is not None and user_view.status == ""
+        while loop.time() < deadline and not (  # "judged": the stored judgment replaced the one filling in
+            str(status.render()).startswith("judged") and user_view.components is not None and user_view.status == ""
         ):
             await pilot.pause(0.2)
         assert bot_view.error is None and bot_view.content
-        assert len(bot_view.grice["metrics"]) == 4
-        assert user_view.components and all(c["label"] for c in user_view.components) is not None
+        assert set(bot_view.grice.metrics) == {"quantity", "quality", "relation", "manner"}
+        assert bot_view.grice.strategy == "ZSL" and all(j.method == "ZSL" for j in bot_view.grice.metrics.values())
+        assert user_view.components and all(c.method == "vanilla" and c.span.text for c in user_view.components)
         assert all(bot_view.step_state.get(step) == "done" for step, _ in STEPS)
-        assert any(row.get("used") for row in bot_view.evidence)
-    reopened = DebateRepository(Database(argtui_home / "data" / "argtui.sqlite3"))
-    [(debate, turns)] = reopened.list()
+        assert any(row.used for row in bot_view.evidence)
+    db = Database(argtui_home / "data" / "argtui.sqlite3")
+    repository = DebateRepository(db)
+    [(debate, turns)] = repository.list()
     assert debate.claim == CLAIM and turns == 2
+    user, bot = DebateRecords(repository).turns(debate.id)  # what reopening the debate shows
+    assert user.components == user_view.components and bot.grice == bot_view.grice
+    assert bot.content == bot_view.content and list(bot.evidence) == list(bot_view.evidence)
+    assert bot.steps.model_dump() == bot_view.steps.model_dump()  # the live steps are the schema-constrained subclasses
+    db.close()

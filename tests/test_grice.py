@@ -1,14 +1,23 @@
 """Grice judges without a model: prompt assembly per strategy, example pools, scores in the
-official shape (hand-computed, with null labels and invalid judgments), storage, the Arena task."""
+official shape (hand-computed, with null labels and invalid judgments), the reasons store, the
+carrying of schema-1 judgments into the judgment table, and the task's items, checks, report
+and Arena draws."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import random
+import shutil
+import sqlite3
+from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
 
+from argtui.cli import main
+from argtui.config import load_config
+from argtui.runtime import Runtime
 from engines.datasets.rad import RadArgument, RadDebate, RadMessage
 from engines.grice import (
     METRICS,
@@ -35,8 +44,19 @@ from engines.grice.prompts import (
     render_dialogue,
 )
 from engines.grice.reasons import AnalyzerReasons
-from screens.arena_grice import GriceArenaTask
-from store.grice import GriceRepository, MetricValues
+from engines.grice.types import GriceJudgment, MetricJudgment
+from engines.judging.evaluate import judge_id
+from engines.judging.store import JudgmentStore
+from engines.judging.task import default_options, task
+from engines.judging.verdict import JudgeId
+from engines.llm.client import LLMClient
+from engines.llm.profile import BackendProfile
+from engines.llm.types import Usage
+from engines.tasks.grice import TASK, metric_judgments, turn_verdict
+from store import Database
+from store.grice import GriceRepository, copy_v1
+from store.runs import RunRepository
+from conftest import write_rad_debates
 
 CONTEXT = GriceContext(
     [("user", "Cars should be banned from city centres."), ("assistant", "Shops depend on drivers."),
@@ -230,32 +250,235 @@ def test_run_file_has_the_official_shape_and_invalid_scores_as_no(tmp_path):
     assert not list(tmp_path.joinpath("run").glob("*.partial"))
 
 
-def _values(metric: str, answer: str | None, p_yes: float | None) -> MetricValues:
-    return MetricValues(metric, "ZSL", answer, p_yes, "why", "raw", "logprobs", None, 1, 0.5, 100, 1)
-
-
-def test_store_keeps_whole_turns_and_reasons(db):
+def test_reasons_are_stored_once_per_metric_k_model_and_pool(db):
     repo = GriceRepository(db)
-    repo.save_turn("run:1", "d1", 0, [_values(m, "yes", 0.9) for m in METRICS])
-    repo.save_turn("run:1", "d1", 0, [_values(m, None, None) for m in METRICS])  # judged again: replaced
-    repo.save_turn("run:2", "d1", 1, [_values("quantity", "no", 0.1)])
-    assert repo.stored_turns("run:1") == {("d1", 0)}
-    rows = repo.judgments("run:1")
-    assert len(rows) == 4 and not any(row.valid for row in rows) and rows[0].raw == "raw"
     assert repo.get_reasons("quality", 5, "m", "p") is None
     repo.put_reasons("quality", 5, "m", "p", "yes reason", "no reason", "{}")
     repo.put_reasons("quality", 5, "m", "p", "yes again", "no again", "{}")
+    repo.put_reasons("quality", 3, "m", "p", "k3 yes", "k3 no", "{}")
     assert repo.get_reasons("quality", 5, "m", "p") == ("yes again", "no again")
-    assert repo.reasons_count() == 1
+    assert repo.get_reasons("quality", 3, "m", "p") == ("k3 yes", "k3 no")
+    assert repo.get_reasons("quality", 5, "m", "other pool") is None
+    assert repo.reasons_count() == 2
 
 
-def test_arena_task_draws_builtin_demo_items_with_known_answers():
-    task = GriceArenaTask()
-    assert task.variants()[0] == "BEST" and set(task.variants()) == set(STRATEGIES)
-    item = task.draw(random.Random(3), metric="quality")
+# ---------------------------------------------------------------- schema 1 → the judgment table
+
+V1_GRICE_TABLE = """
+CREATE TABLE grice_judgment (
+    id INTEGER NOT NULL, scope VARCHAR NOT NULL, debate_id VARCHAR NOT NULL, turn_index INTEGER NOT NULL,
+    metric VARCHAR NOT NULL, method VARCHAR NOT NULL, answer VARCHAR, p_yes FLOAT, rationale VARCHAR NOT NULL,
+    raw VARCHAR NOT NULL, source VARCHAR NOT NULL, error VARCHAR, calls INTEGER NOT NULL, seconds FLOAT NOT NULL,
+    prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, created_at DATETIME NOT NULL,
+    PRIMARY KEY (id), UNIQUE (scope, debate_id, turn_index, metric)
+)"""
+V1_ROWS = [  # metric, method, answer, p_yes, rationale, raw, error, calls, seconds, prompt tokens
+    ("quantity", "Analyzer1", "yes", 0.81, "one attack", "Yes", None, 3, 1.5, 300),
+    ("quality", "Analyzer5", None, None, "", "Maybe", "the judge answered neither yes nor no", 2, 2.5, 500),
+    ("relation", "ZSL", "no", 0.2, "off topic", "No", None, 2, 1.0, 200),
+    ("manner", "Analyzer1", "yes", 0.5, "clear", "Yes", None, 2, 1.25, 250),
+]
+
+
+def _v1_run(conn: sqlite3.Connection, rationale: bool) -> None:
+    config = {
+        "debates": "/data/d.jsonl", "limit": None, "strategy": "BEST", "judge": "gpu", "model": "org/m-7b",
+        "methods": {}, "pool": "builtin", "pool_digest": builtin_pool().digest, "votes": 3, "rationale": rationale,
+    }
+    conn.execute(
+        "INSERT INTO batch_run (id, kind, name, state, total, done, invalid, config_json, created_at, updated_at,"
+        " task, judge) VALUES (7, 'eval-grice', 'abc', 'DONE', 1, 1, 1, ?, '2025-01-01', '2025-01-01', 'grice', '')",
+        (json.dumps(config),),
+    )
+    conn.execute(V1_GRICE_TABLE)
+    for number, (metric, method, answer, p_yes, rationale_text, raw, error, calls, seconds, tokens) in enumerate(
+        V1_ROWS, start=1
+    ):
+        conn.execute(
+            "INSERT INTO grice_judgment VALUES (?, 'run:7', 'deb/1', 2, ?, ?, ?, ?, ?, ?, 'logprobs', ?, ?, ?, ?, 1,"
+            " '2025-01-01 10:00:0' || ?)",
+            (number, metric, method, answer, p_yes, rationale_text, raw, error, calls, seconds, tokens, number),
+        )
+
+
+async def test_copy_v1_carries_a_turn_into_one_verdict_under_the_name_the_task_gives(db):
+    with sqlite3.connect(db.path) as conn:
+        _v1_run(conn, rationale=False)
+    with db.engine.begin() as conn:
+        assert copy_v1(conn) == 1
+    with db.engine.begin() as conn:
+        assert copy_v1(conn) == 1  # again: the same row replaced, not a second one
+
+    options = default_options(TASK, votes=3, no_rationale=True)
+    async with LLMClient(BackendProfile(name="gpu", model="org/m-7b", base_urls=["http://127.0.0.1:9/v1"])) as client:
+        judge = await judge_id(TASK, client, "BEST", options)
+    assert judge.variant == f"BEST pool=builtin:{builtin_pool().digest[:8]}"
+    store = JudgmentStore(db, "grice")
+    assert [stored.judge for stored in store.judges()] == [judge]
+    [(key, verdict)] = store.load(judge).items()
+    assert key == "deb/1/2"
+    expected = GriceJudgment("BEST", {
+        metric: MetricJudgment(metric, method, answer, p_yes, rationale_text, raw, "logprobs", error, seconds,
+                               Usage(prompt_tokens=tokens, completion_tokens=1, calls=calls))
+        for metric, method, answer, p_yes, rationale_text, raw, error, calls, seconds, tokens in V1_ROWS
+    }, seconds=2.5)
+    assert verdict == turn_verdict(expected)
+    assert verdict.invalid_reason == "quality: the judge answered neither yes nor no"
+    assert verdict.raw == "quality: Maybe" and verdict.label is None
+    assert verdict.usage.calls == 9 and verdict.usage.prompt_tokens == 1250
+    assert metric_judgments(verdict)["manner"] == expected.metrics["manner"]
+    assert store.judges()[0].invalid == 1
+
+
+def test_copy_v1_carries_the_runs_of_a_previous_release(tmp_path):
+    path = tmp_path / "argtui.sqlite3"
+    shutil.copy(Path(__file__).parent / "data" / "argtui-v1.sqlite3", path)
+    db = Database(path)
+    try:
+        with db.engine.begin() as conn:
+            assert copy_v1(conn) == 3
+        [stored] = JudgmentStore(db, "grice").judges()
+        assert stored.name == JudgeId.of(
+            "embedded", "SmolLM2-135M-Instruct", "ZSL pool=builtin:a1d81efc", {"no_rationale": True}
+        ).name
+        verdicts = JudgmentStore(db, "grice").load(stored.judge)
+        assert sorted(verdicts) == ["toy-simulation:1/0", "toy-simulation:1/1", "toy-simulation:1/2"]
+        first = metric_judgments(verdicts["toy-simulation:1/0"])
+        assert first["quantity"].p_yes == pytest.approx(0.56328018282443) and first["quality"].answer == "no"
+        assert all(v.valid for v in verdicts.values())
+    finally:
+        db.close()
+    with sqlite3.connect(path) as conn:  # the old table is left as it was
+        assert conn.execute("SELECT count(*) FROM grice_judgment").fetchone()[0] == 12
+
+
+# ---------------------------------------------------------------- the task
+
+def rad_files(folder: Path) -> tuple[Path, Path]:
+    """Two RAD-shaped debates of two user turns each, and labels for them (with nulls)."""
+    debates_path, labels_path = write_rad_debates(folder / "debates.jsonl"), folder / "debates-labels.jsonl"
+    labels = [
+        [{"quantity": 1, "quality": 0, "relation": None, "manner": 1}, {"quantity": 0, "quality": 1, "manner": 0}],
+        [{"quantity": 1, "quality": None, "relation": 1, "manner": 1}, {"quantity": 1, "quality": 0, "relation": 0}],
+    ]
+    labels_path.write_text("".join(json.dumps(line) + "\n" for line in labels), encoding="utf-8")
+    return debates_path, labels_path
+
+
+def test_the_task_is_registered_with_best_first_and_the_eval_flags():
+    assert task("grice") is TASK and TASK.variant_flag == "strategy"
+    assert TASK.variants()[0] == "BEST" and sorted(TASK.variants()) == sorted(STRATEGIES)
+    assert {o.name for o in TASK.options if o.judge_option} == {"votes", "no_rationale"}
+    assert TASK.labels == ("yes", "no")
+
+
+def test_items_are_turns_with_their_labels(tmp_path):
+    debates, labels = rad_files(tmp_path)
+    options = default_options(TASK, debates=debates, labels=labels, limit=1)
+    items = TASK.items(Runtime(), options)
+    assert [item.key for item in items] == ["deb-0/0", "deb-0/1"]
+    assert items[1].payload.labels == {"quantity": 0, "quality": 1, "relation": None, "manner": 0}
+    assert items[1].payload.metrics == METRICS and items[1].reference is None
+    assert "Bot: Reply 0: shops need deliveries." in items[1].body
+    assert "» Bot reply under judgment: Reply 1" in items[1].body and "[1] Vans bring stock" in items[1].body
+
+
+def test_bad_pool_options_stop_the_command_before_any_backend(tmp_path, capsys):
+    debates, labels = rad_files(tmp_path)
+    assert main(["eval", "grice", "--debates", str(debates), "--pool-debates", str(debates)]) == 2
+    assert "--pool-debates and --pool-labels go together" in capsys.readouterr().err
+    # The labelled turns of the two debates hold one "no" example for quantity: too few for Analyzer3.
+    argv = ["eval", "grice", "--debates", str(debates), "--pool-debates", str(debates), "--pool-labels", str(labels)]
+    assert main(argv + ["--strategy", "zsl", "analyzer3"]) == 2
+    assert "has 1 'no' example(s) for quantity; the strategy needs 3" in capsys.readouterr().err.replace("\n", "")
+
+
+def test_the_pool_is_part_of_the_judge(tmp_path):
+    debates, labels = rad_files(tmp_path)
+    builtin = TASK.judge_variant("FSL1", default_options(TASK))
+    own = TASK.judge_variant("FSL1", default_options(TASK, pool_debates=debates, pool_labels=labels))
+    assert builtin.startswith("FSL1 pool=builtin:") and own.startswith("FSL1 pool=debates.jsonl:") and builtin != own
+
+
+def _judgment(values: dict[str, float | None]) -> GriceJudgment:
+    def one(metric: str, p_yes: float | None) -> MetricJudgment:
+        if p_yes is None:
+            return MetricJudgment(metric, "ZSL", None, None, "", "Maybe", "text",
+                                  "the judge answered neither yes nor no", 0.5, Usage(prompt_tokens=100, calls=1))
+        return MetricJudgment(metric, "ZSL", "yes" if p_yes >= 0.5 else "no", p_yes, f"why {metric}", "Yes",
+                              "logprobs", None, 0.5, Usage(prompt_tokens=100, completion_tokens=2, calls=1))
+
+    return GriceJudgment("ZSL", {metric: one(metric, p_yes) for metric, p_yes in values.items()}, seconds=0.75)
+
+
+def test_report_scores_turns_and_writes_the_run_file_of_the_run(tmp_path):
+    debates, labels = rad_files(tmp_path)
+    runtime = Runtime()
+    try:
+        options = default_options(TASK, debates=debates, labels=labels, output=None, variant=None)
+        items = TASK.items(runtime, options)
+        scores = [  # quantity, quality, relation, manner per turn
+            {"quantity": 0.9, "quality": 0.1, "relation": 0.7, "manner": 0.6},   # gold 1 0 - 1
+            {"quantity": 0.8, "quality": None, "relation": 0.2, "manner": 0.4},  # gold 0 1 - 0
+            {"quantity": 0.3, "quality": 0.9, "relation": 0.9, "manner": 0.5},   # gold 1 - 1 1
+            {"quantity": 0.6, "quality": 0.2, "relation": 0.6, "manner": 0.1},   # gold 1 0 0 -
+        ]
+        verdicts = {item.key: turn_verdict(_judgment(s)) for item, s in zip(items, scores)}
+        judge = JudgeId.of("gpu", "m", TASK.judge_variant("ZSL", options), {})
+        run = RunRepository(runtime.db).open("eval-grice", "r", {}, 4, task="grice", judge=judge.name)
+        report = TASK.report(runtime, judge, items, verdicts, options, run.id)
+    finally:
+        runtime.db.close()
+    [table] = report.tables
+    rows = {row[0]: row[1:] for row in table.rows}
+    # quantity: TP 2 (turns 1, 4), FP 1 (turn 2), FN 1 (turn 3)
+    assert rows["quantity"] == pytest.approx((2 / 3, 2 / 3, 2 / 3, 4, 0, 0))
+    # quality: gold 0, 1 (invalid: a missed positive), 0; no yes predicted
+    assert rows["quality"] == pytest.approx((0.0, 0.0, 0.0, 3, 1, 1))
+    # relation: gold null, null (missing), 1, 0: TP 1, FP 1
+    assert rows["relation"] == pytest.approx((0.5, 1.0, 2 / 3, 2, 2, 0))
+    assert rows["manner"] == pytest.approx((1.0, 1.0, 1.0, 3, 1, 0))  # 0.5 is a yes
+    assert rows["macro"][:3] == pytest.approx(((2 / 3 + 0.5 + 1) / 4, (2 / 3 + 1 + 1) / 4, (2 / 3 + 2 / 3 + 1) / 4))
+    assert verdicts["deb-0/1"].invalid_reason == "quality: the judge answered neither yes nor no"
+    assert report.data["invalid_metrics"] == {"quantity": 0, "quality": 1, "relation": 0, "manner": 0}
+    assert report.data["per_turn"] == {"calls": 4.0, "prompt_tokens": 400.0, "completion_tokens": 7.5,
+                                       "latency_seconds": 0.75}
+    assert report.data["config"]["strategy"] == "ZSL" and report.data["config"]["pool"] == "builtin"
+    assert "per turn: 4.0 LLM calls, 400 prompt tokens, 0.75 s latency" in report.notes
+    assert "invalid judgments (scored as no): quantity 0, quality 1, relation 0, manner 0" in report.notes
+
+    output = load_config().paths.data_dir / "runs" / f"eval-grice-{run.id}" / "run.jsonl"
+    assert report.data["output"] == str(output) and report.notes[-1].endswith(str(output))
+    lines = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
+    assert [line["id"] for line in lines] == ["deb-0", "deb-1"]
+    second = lines[0]["userTurnsEvaluations"][1]
+    assert second["Quality"] == {"score": 0.0} and second["Quantity"] == {"score": 0.8, "explanation": "why quantity"}
+
+
+def test_arena_draws_builtin_demo_items_with_known_answers():
+    runtime = Runtime()
+    assert TASK.filters(runtime) == {"metric": METRICS}  # no RAD debates configured
+    item = TASK.draw(runtime, random.Random(3), metric="quality")
     assert item.title.endswith("· Quality") and item.reference in ("yes", "no")
+    assert item.key.endswith("/quality") and item.payload.metrics == ("quality",)
     assert QUESTIONS["quality"].question in item.body and item.payload.context.reply in item.body
     demo_replies = {e.context.reply for _, e in builtin_pool().demos()}
     assert item.payload.context.reply in demo_replies
-    drawn = {task.draw(random.Random(seed)).payload.metric for seed in range(40)}
-    assert drawn == set(METRICS)
+    drawn = {TASK.draw(runtime, random.Random(seed)).payload.metrics for seed in range(40)}
+    assert drawn == {(m,) for m in METRICS}
+
+
+def test_arena_draws_rad_turns_when_the_dataset_is_configured(tmp_path):
+    folder = tmp_path / "touche25-rad"  # the folder the README's [datasets] touche-rad names
+    folder.mkdir()
+    debates, _ = rad_files(tmp_path)
+    with gzip.open(folder / "touche25-rad-submissions-annotations.jsonl.gz", "wt", encoding="utf-8") as handle:
+        handle.write(debates.read_text(encoding="utf-8"))
+    config = load_config()
+    config.datasets["touche-rad"] = str(folder)
+    runtime = Runtime(config)
+    assert TASK.filters(runtime)["turns"] == ("built-in demos", "Touché RAD")
+    item = TASK.draw(runtime, random.Random(0), metric="manner", turns="Touché RAD")
+    assert item.key.startswith("deb-") and item.key.endswith("/manner") and item.reference is None
+    assert item.payload.context.reply.startswith("Reply ") and item.title.endswith("· Manner")
+    assert TASK.draw(runtime, random.Random(0), metric="manner").reference in ("yes", "no")  # demos by default

@@ -1,6 +1,6 @@
 """Grice judges against the real llama-server: Analyzer reasons derived once and reused,
-live per-metric callbacks, the Arena task, and `argtui eval grice` end to end on two
-debates of the RAD submissions file (resumable, official run shape, scores with labels)."""
+live per-metric callbacks, the task in the Arena, and `argtui eval grice` end to end on a
+tiny RAD-shaped file (official run shape, scores with labels, a rerun that asks nothing)."""
 
 from __future__ import annotations
 
@@ -11,16 +11,18 @@ import pytest
 
 from argtui.cli import main
 from argtui.config import load_config
-from engines.datasets.rad import read_rad_debates
+from argtui.runtime import Runtime
 from engines.grice import METRICS, ReasonCache, builtin_pool, judge_metric, judge_turn, parse_method
+from engines.judging.task import default_options
+from engines.judging.verdict import JudgeId
 from engines.llm.client import LLMClient
-from screens.arena_grice import GriceArenaTask
+from engines.llm.servers import free_loopback_port
+from engines.tasks.grice import TASK
 from store import Database
 from store.grice import GriceRepository
+from test_grice import rad_files
 
 pytestmark = pytest.mark.llm
-
-SUBMISSIONS = "touche25-rad/touche25-rad-submissions-annotations.jsonl.gz"
 
 
 @pytest.fixture
@@ -74,59 +76,62 @@ async def test_judge_turn_reports_each_metric_as_it_finishes(patient_profile):
     assert judgment.seconds >= max(j.seconds for j in finished)
 
 
-async def test_arena_task_judges_an_item_live(patient_profile):
-    task = GriceArenaTask()
-    item = task.draw(random.Random(1), metric="relation")
-    async with LLMClient(patient_profile) as client:
-        answer = await task.judge(item, "ZSL", client)
-    assert answer.label in ("yes", "no")
-    assert answer.distribution["yes"] + answer.distribution["no"] == pytest.approx(1.0)
-    assert answer.detail.startswith("ZSL: ") and len(answer.detail) > len("ZSL: ")
-    assert answer.seconds > 0
+async def test_the_task_judges_an_arena_item_live(patient_profile):
+    runtime = Runtime()
+    item = TASK.draw(runtime, random.Random(1), metric="relation")
+    try:
+        async with LLMClient(patient_profile) as client:
+            verdict = await TASK.judge(runtime, item, "ZSL", client, default_options(TASK))
+    finally:
+        await runtime.aclose()
+    assert verdict.valid and verdict.label in ("yes", "no")
+    assert verdict.distribution["yes"] + verdict.distribution["no"] == pytest.approx(1.0)
+    assert (verdict.distribution["yes"] >= 0.5) == (verdict.label == "yes")
+    assert verdict.detail.startswith("ZSL: ") and len(verdict.detail) > len("ZSL: ")
+    assert verdict.seconds > 0 and verdict.usage.calls == 2  # the answer and its rationale
 
 
-@pytest.mark.shared_data
-def test_eval_grice_end_to_end_on_two_submission_debates(shared_data, patient_profile, tmp_path, capsys):
+def test_eval_grice_end_to_end_then_a_rerun_asks_the_model_nothing(patient_profile, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "250")  # one line per printed row
     config = load_config()
     config.add_backend(patient_profile, make_default=True)
-    debates_path = shared_data / SUBMISSIONS
-    debates = read_rad_debates(debates_path, limit=2)
-    labels_path = tmp_path / "two-labels.jsonl"  # made-up labels, with nulls, to exercise the scoring path
-    labels_path.write_text(
-        "".join(
-            json.dumps([{"quantity": 1, "quality": 0, "relation": None, "manner": (d + t) % 2}
-                        for t in range(len(debate.user_turns()))]) + "\n"
-            for d, debate in enumerate(debates)
-        ),
-        encoding="utf-8",
-    )
+    debates, labels = rad_files(tmp_path)
     output = tmp_path / "run" / "grice.jsonl"
-    argv = ["eval", "grice", "--debates", str(debates_path), "--labels", str(labels_path), "--limit", "2",
-            "--strategy", "ZSL", "--no-rationale", "--output", str(output), "--json"]
+    argv = ["eval", "grice", "--debates", str(debates), "--labels", str(labels), "--strategy", "zsl", "--no-rationale"]
 
-    assert main(argv) == 0
-    summary = json.loads(capsys.readouterr().out)
-    assert (summary["debates"], summary["turns"], summary["judged_now"]) == (2, 10, 10)
-    assert summary["per_turn"]["calls"] == 4.0  # ZSL without rationale: one call per metric
-    lines = output.read_text(encoding="utf-8").splitlines()
-    assert [json.loads(line)["id"] for line in lines] == [d.id for d in debates]
-    for line in lines:
-        turns = json.loads(line)["userTurnsEvaluations"]
-        assert len(turns) == 5
-        for turn in turns:
-            assert list(turn) == ["Quantity", "Quality", "Relation", "Manner"]
-            assert all(isinstance(turn[d]["score"], float) and 0.0 <= turn[d]["score"] <= 1.0 for d in turn)
-    scores = summary["scores"]["metrics"]
-    assert scores["relation"]["labelled"] == 0 and scores["relation"]["unlabelled"] == 10
-    assert scores["quantity"]["positives"] == 10 and scores["quality"]["positives"] == 0
-    assert scores["manner"]["labelled"] == 10 and scores["manner"]["positives"] == 5
-    yes_share = sum(json.loads(line)["userTurnsEvaluations"][t]["Quantity"]["score"] >= 0.5
-                    for line in lines for t in range(5)) / 10
-    assert scores["quantity"]["recall"] == pytest.approx(yes_share)
+    assert main(argv + ["--output", str(output), "--json"]) == 0
+    [result] = json.loads(capsys.readouterr().out)["results"]
+    variant = f"ZSL pool=builtin:{builtin_pool().digest[:8]}"
+    assert result["judge"] == JudgeId.of(
+        patient_profile.name, patient_profile.model, variant, {"no_rationale": True}
+    ).name
+    assert (result["debates"], result["turns"], result["judged_now"], result["resumed"]) == (2, 4, 4, 0)
+    assert result["usage"]["calls"] == 16 and result["per_turn"]["calls"] == 4.0  # one call per metric
+    assert result["output"] == str(output) and result["config"]["rationale"] is False
+    lines = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
+    assert [line["id"] for line in lines] == ["deb-0", "deb-1"]
+    turns = [turn for line in lines for turn in line["userTurnsEvaluations"]]
+    assert len(turns) == 4 and all(list(turn) == ["Quantity", "Quality", "Relation", "Manner"] for turn in turns)
+    assert all(isinstance(turn[d]["score"], float) and 0.0 <= turn[d]["score"] <= 1.0 for turn in turns for d in turn)
+    scores = result["scores"]["metrics"]
+    assert (scores["relation"]["labelled"], scores["relation"]["unlabelled"]) == (2, 2)
+    assert scores["quantity"]["positives"] == 3 and scores["manner"]["labelled"] == 3
+    gold_yes = [0, 2, 3]  # the turns labelled yes for quantity
+    said_yes = sum(turns[t]["Quantity"]["score"] >= 0.5 for t in gold_yes)
+    assert scores["quantity"]["recall"] == pytest.approx(said_yes / 3)
 
-    # Rerun: everything is stored, nothing is asked of the model again, same run file.
-    first_run = output.read_text(encoding="utf-8")
+    # The backend is gone: every turn is stored, so nothing is asked and the same run file is written.
+    dead = patient_profile.model_copy(update={"base_urls": [f"http://127.0.0.1:{free_loopback_port()}/v1"]})
+    config.add_backend(dead, make_default=True)
     assert main(argv) == 0
-    again = json.loads(capsys.readouterr().out)
-    assert (again["judged_now"], again["resumed"], again["this_invocation"]["requests"]) == (0, 10, 0)
-    assert output.read_text(encoding="utf-8") == first_run
+    printed = capsys.readouterr().out
+    assert "Positive class (yes), threshold 0.5; null labels left out" in printed and "macro" in printed
+    assert "0 judged now, 4 resumed" in printed and "0 LLM answers" in printed
+    default = load_config().paths.data_dir / "runs" / f"eval-grice-{result['run_id']}" / "run.jsonl"
+    assert f"run file (official sub-task 2 shape): {default}" in printed
+    assert default.read_text(encoding="utf-8") == output.read_text(encoding="utf-8")
+
+    # Another selection of the same turns is answered from the store as well.
+    assert main(argv + ["--limit", "1", "--json"]) == 0
+    [limited] = json.loads(capsys.readouterr().out)["results"]
+    assert (limited["turns"], limited["judged_now"], limited["resumed"], limited["usage"]["calls"]) == (2, 0, 2, 0)

@@ -1,17 +1,20 @@
 """The Leaderboard over stored judgments the test inserts (deterministic): the board's
-numbers, the screen under the pilot, and snapshots of the agreement table and a plot."""
+numbers, the every-task standings, the screen under the pilot, and snapshots of the
+agreement table and a plot."""
 
 from __future__ import annotations
-
 
 import pytest
 from textual.widgets import DataTable, Select, Static, TabbedContent
 
 from argtui.app import ArgtuiApp
 from engines.datasets.webis import load_webis
+from engines.judging import task as registry
+from engines.judging.store import JudgmentStore
+from engines.judging.verdict import JudgeId, Verdict
+from engines.pairwise.leaderboard import EXPERTS, build_board
 from engines.pairwise.run import select_items
-from screens.leaderboard import EXPERTS, LeaderboardScreen, build_board
-from store.pairwise import PairwiseRepository
+from screens.leaderboard import LeaderboardScreen
 
 CLOSE = "m1@gpu zero/runs3@t1"
 NOISY = "m2@gpu few/logprob@t0"
@@ -21,18 +24,21 @@ FLIP = {"A": "B", "B": "A", "Tie": "Tie"}
 def insert_judges(db) -> list:
     """Two judges on topic 20, logical: one mostly agrees with the experts, one is noisy and
     has an invalid output. Returns the judged items."""
-    repository = PairwiseRepository(db)
+    store = JudgmentStore(db, "pairwise")
     items = select_items(load_webis(), ["logical"], [20], limit=120)
-    for n, item in enumerate(items):
-        close = FLIP[item.expert] if n % 5 == 0 else item.expert
-        noisy = None if n == 7 else "Tie" if n % 3 == 0 else FLIP[item.expert] if n % 4 == 0 else item.expert
-        for name, label, runs in ((CLOSE, close, (close, close, item.expert)), (NOISY, noisy, (noisy,))):
-            judge, variant = name.split(" ")
-            repository.add(
-                judge=judge, variant=variant, dimension=item.dimension, topic_id=item.topic_id,
-                a_uid=item.a_uid, b_uid=item.b_uid, expert=item.expert, label=label, run_labels=runs,
-                distribution={label: 1.0} if label else {}, raw="" if label else "garbage",
-            )
+    for name in (CLOSE, NOISY):
+        verdicts = []
+        for n, item in enumerate(items):
+            if name == CLOSE:
+                label = FLIP[item.expert] if n % 5 == 0 else item.expert
+                runs = [label, label, item.expert]
+            else:
+                label = None if n == 7 else "Tie" if n % 3 == 0 else FLIP[item.expert] if n % 4 == 0 else item.expert
+                runs = [label]
+            verdict = Verdict(label=label, data={"run_labels": runs}, distribution={label: 1.0} if label else {},
+                              raw="" if label else "garbage", invalid_reason=None if label else "not one of A, B, Tie")
+            verdicts.append((item.key, verdict, item.expert))
+        store.save(JudgeId.parse(name), verdicts)
     return items
 
 
@@ -52,11 +58,14 @@ def test_board_scores_every_stored_judge_against_the_experts(db):
     assert close.scores.spearman > 0.5  # mostly expert labels give a ranking close to the experts'
     [pair] = board.comparisons
     assert (pair.first, pair.second) == (CLOSE, NOISY) and pair.labels.n == 120
+    assert board.judges == [CLOSE, NOISY] and board.stored_judges == 2
+    elsewhere = build_board(db, load_webis(), "logical", 19)  # stored judges, none on this topic
+    assert elsewhere.judges == [] and elsewhere.stored_judges == 2
 
 
 def test_board_without_stored_judges_shows_the_experts_only(db):
     board = build_board(db, load_webis(), "rhetorical", None)
-    assert list(board.results) == [EXPERTS]
+    assert list(board.results) == [EXPERTS] and board.stored_judges == 0
     assert board.results[EXPERTS].pairs == 13952
     assert board.results[EXPERTS].scores.spearman > 0.97
 
@@ -83,7 +92,57 @@ async def test_leaderboard_under_the_pilot(offline_backend, until):
         screen.query_one("#dimension", Select).value = "rhetorical"
         await until(pilot, lambda: "rhetorical" in str(screen.query_one("#status", Static).render()))
         assert agreement.row_count == 1  # no stored judge for rhetorical: the experts alone
-        assert "no stored judge" in str(screen.query_one("#status", Static).render())
+        assert "no stored judge in this scope (2 elsewhere)" in str(screen.query_one("#status", Static).render())
+
+
+class Unjudged:
+    """A task only this module registers, with nothing stored: it must still be listed."""
+
+    name, title, labels, options, variant_flag = "unjudged-toy", "Toy with no judge", ("yes", "no"), (), "variant"
+
+
+class Parity(Unjudged):
+    name, title = "parity-toy", "Toy with one stored judge"
+
+
+@pytest.fixture
+def toy_tasks():
+    added = [registry.register(Unjudged()), registry.register(Parity())]
+    yield added
+    for toy in added:
+        registry.unregister(toy.name)
+
+
+async def test_every_task_of_the_registry_is_listed_with_its_stored_judges(offline_backend, until, toy_tasks):
+    app = ArgtuiApp()
+    insert_judges(app.services.db)
+    JudgmentStore(app.services.db, "parity-toy").save(JudgeId.of("cpu", "t", "rule"), [
+        ("1", Verdict(label="yes"), "yes"), ("2", Verdict(label="yes"), "no"), ("3", Verdict.invalid("?"), "yes"),
+        ("4", Verdict(label="no"), None),
+    ])
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = LeaderboardScreen(topic=20)
+        await app.push_screen(screen)
+        await until(pilot, lambda: screen.standings is not None)
+        listed = {task.name: rows for task, rows in screen.standings}
+        assert {"pairwise", "parity-toy", "unjudged-toy"} <= set(listed)
+        assert listed["unjudged-toy"] == []
+        [parity] = listed["parity-toy"]
+        assert (parity.judgments, parity.invalid, parity.labelled) == (4, 1, 3)
+        assert parity.accuracy == pytest.approx(1 / 3)
+        assert [row.judge.name for row in listed["pairwise"]] == [CLOSE, NOISY]  # best macro F1 first
+        assert listed["pairwise"][0].labelled == 120
+
+        screen.query_one(TabbedContent).active = "tasks"
+        await pilot.pause()
+        table = screen.query_one("#tasks-table", DataTable)
+        rows = [[str(cell).strip() for cell in table.get_row_at(n)] for n in range(table.row_count)]
+        assert table.row_count == sum(max(1, len(found)) for found in listed.values())
+        parity_row = next(row for row in rows if row[0] == "parity-toy")
+        assert parity_row[1] == "t@cpu\n rule"
+        assert parity_row[2:] == ["4", "1", "3", ".333", f"{parity.macro_f1:.3f}".replace("0.", ".", 1)]
+        empty = next(row for row in rows if row[0] == "unjudged-toy")
+        assert empty[1] == "no stored judge: run\n argtui eval unjudged-toy"
 
 
 @pytest.mark.parametrize("tab", ["agreement", "scatter"])

@@ -1,103 +1,113 @@
-"""Fault injection: the client against a fake transport that times out, fails or talks nonsense."""
+"""Fault injection: the client against a fake server that times out, fails, drops or talks nonsense,
+and how it finds out which kind of server it talks to."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+from dataclasses import replace
 
-import httpx
 import pytest
 from pydantic import BaseModel
 
-from engines.llm.client import LLMClient, gbnf_choice, label_distribution
+from engines.llm.adapters import gbnf_choice, parse_label
+from engines.llm.client import LLMClient, label_distribution
 from engines.llm.profile import BackendProfile
 from engines.llm.servers import free_loopback_port
-from engines.llm.types import BackendError, Completion, TokenLogprob, Usage
+from engines.llm.status import probe
+from engines.llm.types import BackendError, Completion, TextDelta, TokenLogprob, Usage
+from fakes import FakeServer, Reply, chat_reply, disconnect, error_reply, stream_reply
 
 MESSAGES = [{"role": "user", "content": "hi"}]
 
 
-def profile(kind="llamacpp", retries=3, url="http://fake.test/v1") -> BackendProfile:
-    return BackendProfile(name="fake", kind=kind, base_urls=[url], model="m", retries=retries, timeout_s=5)
+def client_for(fake: FakeServer, kind="llamacpp", retries=3, timeout_s=5.0) -> LLMClient:
+    return LLMClient(fake.profile(kind=kind, retries=retries, timeout_s=timeout_s), backoff_base_s=0)
 
 
-def ok(content: str, logprobs: list | None = None) -> httpx.Response:
-    choice = {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
-    if logprobs is not None:
-        choice["logprobs"] = {"content": logprobs}
-    return httpx.Response(200, json={"choices": [choice], "usage": {"prompt_tokens": 5, "completion_tokens": 1}})
-
-
-def scripted(*steps):
-    """A transport answering each request with the next step (a Response or an exception)."""
-    calls = []
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        calls.append(json.loads(request.content) if request.content else None)
-        step = steps[min(len(calls) - 1, len(steps) - 1)]
-        if isinstance(step, Exception):
-            raise step
-        return step
-
-    return httpx.MockTransport(handler), calls
-
-
-async def test_timeout_then_success_is_retried():
-    transport, calls = scripted(httpx.ReadTimeout("slow"), ok("hello"))
-    async with LLMClient(profile(), transport=transport, backoff_base_s=0) as client:
+async def test_timeout_then_success_is_retried(fake_server):
+    fake_server.answer = [replace(chat_reply("late"), delay_s=3), chat_reply("hello")]
+    async with client_for(fake_server, timeout_s=0.5) as client:
         completion = await client.chat(MESSAGES)
     assert completion.text == "hello"
-    assert len(calls) == 2
+    assert len(fake_server.bodies) == 2
     assert client.accounting.retries == 1
 
 
-async def test_500_then_success_is_retried():
-    transport, calls = scripted(httpx.Response(500, json={"error": {"message": "boom"}}), ok("fine"))
-    async with LLMClient(profile(), transport=transport, backoff_base_s=0) as client:
+async def test_500_then_success_is_retried(fake_server):
+    fake_server.answer = [error_reply(500, "boom"), chat_reply("fine")]
+    async with client_for(fake_server) as client:
         assert (await client.chat(MESSAGES)).text == "fine"
-    assert len(calls) == 2
+    assert len(fake_server.bodies) == 2
 
 
-async def test_persistent_503_surfaces_as_backend_error_after_retries():
-    transport, calls = scripted(httpx.Response(503, json={"error": {"message": "overloaded"}}))
-    async with LLMClient(profile(retries=2), transport=transport, backoff_base_s=0) as client:
+async def test_retry_after_sets_the_wait(fake_server):
+    fake_server.answer = [error_reply(429, "slow down", {"Retry-After": "1"}), chat_reply("fine")]
+    async with client_for(fake_server) as client:
+        assert (await client.chat(MESSAGES)).text == "fine"
+    first, second = fake_server.received
+    assert second.at - first.at >= 0.95  # the backoff alone would not wait (base 0)
+    assert client.accounting.retries == 1
+
+
+async def test_persistent_503_surfaces_as_backend_error_after_retries(fake_server):
+    fake_server.answer = [error_reply(503, "overloaded")]
+    async with client_for(fake_server, retries=2) as client:
         with pytest.raises(BackendError) as caught:
             await client.chat(MESSAGES)
     assert caught.value.status == 503
     assert "overloaded" in str(caught.value)
-    assert len(calls) == 3
+    assert len(fake_server.bodies) == 3
+    assert client.accounting.retries == 2
 
 
-async def test_client_error_is_not_retried():
-    transport, calls = scripted(httpx.Response(400, json={"error": {"message": "bad field"}}))
-    async with LLMClient(profile(), transport=transport, backoff_base_s=0) as client:
+async def test_client_error_is_not_retried(fake_server):
+    fake_server.answer = [error_reply(400, "bad field")]
+    async with client_for(fake_server) as client:
         with pytest.raises(BackendError, match="bad field"):
             await client.chat(MESSAGES)
-    assert len(calls) == 1
+    assert len(fake_server.bodies) == 1
 
 
-async def test_non_json_body_is_a_backend_error():
-    transport, _ = scripted(httpx.Response(200, text="<html>proxy</html>"))
-    async with LLMClient(profile(), transport=transport, backoff_base_s=0) as client:
+async def test_a_dropped_connection_is_retried(fake_server):
+    fake_server.answer = [disconnect(), chat_reply("back")]
+    async with client_for(fake_server) as client:
+        assert (await client.chat(MESSAGES)).text == "back"
+    assert client.accounting.retries == 1
+
+
+async def test_non_json_body_is_a_backend_error(fake_server):
+    fake_server.answer = [Reply(text="<html>proxy</html>")]
+    async with client_for(fake_server) as client:
         with pytest.raises(BackendError, match="non-JSON"):
+            await client.chat(MESSAGES)
+
+
+@pytest.mark.parametrize("body", [[1, 2], {"choices": "none"}, {"choices": [{"index": 0, "message": "hi"}]}])
+async def test_json_of_an_unexpected_shape_is_a_backend_error(fake_server, body):
+    fake_server.answer = [Reply(json=body)]
+    async with client_for(fake_server) as client:
+        with pytest.raises(BackendError, match="unexpected shape"):
             await client.chat(MESSAGES)
 
 
 async def test_connection_refused_names_the_profile_and_url():
     url = f"http://127.0.0.1:{free_loopback_port()}/v1"
-    async with LLMClient(profile(retries=1, url=url), backoff_base_s=0) as client:
+    profile = BackendProfile(name="fake", kind="llamacpp", base_urls=[url], model="m", retries=1)
+    async with LLMClient(profile, backoff_base_s=0) as client:
         with pytest.raises(BackendError) as caught:
             await client.chat(MESSAGES)
     message = str(caught.value)
-    assert "'fake'" in message and url in message and "ConnectError" in message
+    assert "'fake'" in message and url in message and "ConnectError after 2 attempts" in message
 
 
 class Answer(BaseModel):
     answer: str
 
 
-async def test_malformed_json_output_is_an_invalid_result_with_raw_text():
-    transport, _ = scripted(ok('{"answer": "yes"'))
-    async with LLMClient(profile(), transport=transport) as client:
+async def test_malformed_json_output_is_an_invalid_result_with_raw_text(fake_server):
+    fake_server.answer = [chat_reply('{"answer": "yes"')]
+    async with client_for(fake_server) as client:
         [result] = await client.structured(MESSAGES, Answer)
     assert not result.valid
     assert result.value is None
@@ -105,65 +115,102 @@ async def test_malformed_json_output_is_an_invalid_result_with_raw_text():
     assert result.error
 
 
-async def test_schema_violation_is_invalid_and_names_the_field():
-    transport, _ = scripted(ok('{"reply": "yes"}'))
-    async with LLMClient(profile(), transport=transport) as client:
+async def test_schema_violation_is_invalid_and_names_the_field(fake_server):
+    fake_server.answer = [chat_reply('{"reply": "yes"}')]
+    async with client_for(fake_server) as client:
         [result] = await client.structured(MESSAGES, Answer)
     assert not result.valid and "answer" in result.error
 
 
-async def test_garbage_choice_is_invalid_with_raw_text():
-    transport, _ = scripted(ok("Maybe C"))
-    async with LLMClient(profile(), transport=transport) as client:
+async def test_garbage_choice_is_invalid_with_raw_text(fake_server):
+    fake_server.answer = [chat_reply("Maybe C")]
+    async with client_for(fake_server) as client:
         choice = await client.choose(MESSAGES, ["A", "B", "Tie"])
     assert not choice.valid
     assert choice.raw == "Maybe C"
     assert choice.distribution == {}
 
 
-async def test_stream_retries_a_503_before_the_first_byte():
-    body = (
-        'data: {"choices":[{"index":0,"delta":{"content":"Hel"}}]}\n\n'
-        'data: {"choices":[{"index":0,"delta":{"content":"lo"},"finish_reason":"stop"}]}\n\n'
-        'data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2}}\n\n'
-        "data: [DONE]\n\n"
-    )
-    transport, calls = scripted(httpx.Response(503), httpx.Response(200, text=body))
-    async with LLMClient(profile(), transport=transport, backoff_base_s=0) as client:
+# ---------------------------------------------------------------------- streaming
+
+
+async def test_stream_retries_a_503_before_the_first_byte(fake_server):
+    fake_server.answer = [error_reply(503), stream_reply("Hel", "lo")]
+    async with client_for(fake_server) as client:
         events = [event async for event in client.stream(MESSAGES)]
     assert [e.text for e in events[:-1]] == ["Hel", "lo"]
     assert events[-1].text == "Hello"
     assert events[-1].usage.completion_tokens == 2
-    assert len(calls) == 2
+    assert len(fake_server.bodies) == 2
+
+
+async def test_stream_dropped_before_any_delta_is_retried(fake_server):
+    fake_server.answer = [disconnect(), stream_reply("Hel", "lo")]
+    async with client_for(fake_server) as client:
+        events = [event async for event in client.stream(MESSAGES)]
+    assert [e.text for e in events] == ["Hel", "lo", "Hello"]
+    assert client.accounting.retries == 1
+
+
+async def test_stream_dropped_mid_reply_fails_without_repeating_text(fake_server):
+    fake_server.answer = [stream_reply("Hel", "lo", drop_after=1), stream_reply("Hel", "lo")]
+    seen = []
+    async with client_for(fake_server) as client:
+        with pytest.raises(BackendError, match="the stream broke after 3 characters"):
+            async for event in client.stream(MESSAGES):
+                seen.append(event)
+    assert seen == [TextDelta("Hel")]
+    assert len(fake_server.bodies) == 1 and client.accounting.retries == 0
+
+
+async def test_an_answer_that_is_no_event_stream_is_a_backend_error(fake_server):
+    fake_server.answer = [chat_reply("not streamed")]
+    async with client_for(fake_server) as client:
+        with pytest.raises(BackendError, match="event stream"):
+            [event async for event in client.stream(MESSAGES)]
+    assert len(fake_server.bodies) == 1
+
+
+# ---------------------------------------------------------------------- adapters
 
 
 @pytest.mark.parametrize(
     "kind, field",
     [("vllm", "structured_outputs"), ("llamacpp", "grammar"), ("openai", "response_format")],
 )
-async def test_choice_constraint_follows_the_backend_kind(kind, field):
-    content = json.dumps({"label": "B"}) if kind == "openai" else "B"
-    transport, calls = scripted(ok(content))
-    async with LLMClient(profile(kind=kind), transport=transport) as client:
+async def test_choice_constraint_follows_the_backend_kind(fake_server, kind, field):
+    fake_server.answer = [chat_reply(json.dumps({"label": "B"}) if kind == "openai" else "B")]
+    async with client_for(fake_server, kind=kind) as client:
         choice = await client.choose(MESSAGES, ["A", "B"])
-    assert field in calls[0]
+    assert field in fake_server.bodies[0]
     assert choice.label == "B"
     assert choice.distribution == {"A": 0.0, "B": 1.0} and choice.source == "text"
 
 
-async def test_n_samples_in_one_request_where_the_backend_supports_it():
-    response = httpx.Response(200, json={
-        "choices": [
-            {"index": i, "message": {"content": t}, "finish_reason": "stop"} for i, t in enumerate("xyz")
-        ],
-        "usage": {"prompt_tokens": 40, "completion_tokens": 3},
-    })
-    transport, calls = scripted(response)
-    async with LLMClient(profile(kind="vllm"), transport=transport) as client:
+def test_one_label_parser_reads_the_bare_label_or_a_label_object():
+    labels = ["A", "B", "Tie"]
+    assert parse_label(" Tie\n", labels) == "Tie"
+    assert parse_label('{"label": "B"}', labels) == "B"
+    for garbage in ("Argument A", "{broken", '{"label": "C"}', '["A"]', '{"label": ["A"]}', '"A"'):
+        assert parse_label(garbage, labels) is None, garbage
+
+
+async def test_n_samples_in_one_request_where_the_backend_supports_it(fake_server):
+    fake_server.answer = [chat_reply("x", "y", "z", prompt_tokens=40, completion_tokens=3)]
+    async with client_for(fake_server, kind="vllm") as client:
         samples = await client.samples(MESSAGES, 3)
-    assert len(calls) == 1 and calls[0]["n"] == 3
+    [body] = fake_server.bodies
+    assert body["n"] == 3
     assert [s.text for s in samples] == ["x", "y", "z"]
     assert [s.usage.prompt_tokens for s in samples] == [40, 0, 0]  # prefilled once
+
+
+async def test_llama_server_gets_at_most_four_samples_per_request(fake_server):
+    fake_server.answer = lambda body: chat_reply(*(["s"] * body.get("n", 1)))
+    async with client_for(fake_server, kind="llamacpp") as client:
+        samples = await client.samples(MESSAGES, 6)
+    assert len(samples) == 6
+    assert sorted(body.get("n", 1) for body in fake_server.bodies) == [2, 4]
 
 
 def test_label_distribution_from_top_logprobs_after_a_json_prefix():
@@ -182,3 +229,40 @@ def test_label_distribution_from_top_logprobs_after_a_json_prefix():
 
 def test_gbnf_choice_quotes_labels():
     assert gbnf_choice(["A", 'say "B"']) == 'root ::= "A" | "say \\"B\\""'
+
+
+# ---------------------------------------------------------------------- kind detection
+
+
+@pytest.mark.parametrize(
+    "server, kind, field",
+    [
+        (dict(owned_by="vllm", version="0.11.0"), "vllm", "structured_outputs"),
+        (dict(props={"default_generation_settings": {}, "total_slots": 4}), "llamacpp", "grammar"),
+        (dict(owned_by="vllm"), "openai", "response_format"),  # claims vLLM but has no /version
+        (dict(owned_by="openai"), "openai", "response_format"),
+    ],
+)
+async def test_an_unnamed_kind_is_detected_once(server, kind, field):
+    with FakeServer([chat_reply("B")], **server) as fake:
+        async with client_for(fake, kind=None) as client:
+            choices = await asyncio.gather(*(client.choose(MESSAGES, ["A", "B"]) for _ in range(3)))
+            assert await client.kind() == kind
+    assert all(choice.label == "B" for choice in choices)
+    assert all(field in body for body in fake.bodies)
+    assert [r.path for r in fake.received].count("/v1/models") == 1
+
+
+async def test_doctor_status_shows_the_detected_kind():
+    with FakeServer(owned_by="vllm", version="0.11.0") as fake:
+        async with client_for(fake, kind=None) as client:
+            status = await probe(client)
+    assert status.reachable and status.kind == "vllm" and status.models == ["m"]
+
+
+async def test_an_unreachable_server_is_not_given_a_kind():
+    url = f"http://127.0.0.1:{free_loopback_port()}/v1"
+    profile = BackendProfile(name="gone", base_urls=[url], model="m", retries=0)
+    async with LLMClient(profile) as client:
+        status = await probe(client)
+    assert not status.reachable and status.kind is None and "ConnectError" in status.error

@@ -63,6 +63,16 @@ async def test_choice_distribution_covers_exactly_the_labels(llama_profile):
     assert choice.distribution[choice.label] == max(choice.distribution.values())
 
 
+async def test_a_profile_without_a_kind_finds_llama_server(llama_profile):
+    labels = ["A", "B", "Tie"]
+    messages = [{"role": "user", "content": "Which is better, argument A or argument B? Answer A, B or Tie."}]
+    async with LLMClient(llama_profile.model_copy(update={"kind": None})) as client:
+        assert await client.kind() == "llamacpp"
+        choice = await client.choose(messages, labels, Sampling(temperature=0))
+    assert choice.valid and choice.raw in labels  # the grammar held: the bare label, no JSON
+    assert client.accounting.requests == 3  # /v1/models and /props to detect, then the choice
+
+
 async def test_choice_by_votes_counts_samples(llama_profile):
     messages = [{"role": "user", "content": "Is the sky blue? Answer yes or no."}]
     async with LLMClient(llama_profile) as client:

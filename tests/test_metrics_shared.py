@@ -48,3 +48,17 @@ def test_bootstrap_interval_brackets_the_estimate_and_matches_scipy_pearson():
     assert interval.estimate == pytest.approx(stats.pearsonr(x, y)[0])
     assert interval.low < interval.estimate < interval.high
     assert interval.high - interval.low < 0.2
+
+
+def test_bootstrap_leaves_undefined_resamples_out_and_needs_no_spread_for_one_unit():
+    values = np.array([0.0, 1.0, 2.0])
+
+    def spread(idx):  # undefined when a resample repeats a single unit
+        return float(np.ptp(values[idx])) if len(set(idx)) > 1 else float("nan")
+
+    interval = bootstrap_ci(spread, len(values), resamples=200)
+    assert interval.estimate == 2.0 and 1.0 <= interval.low <= interval.high <= 2.0
+    one = bootstrap_ci(lambda idx: float(values[idx].mean()), 1, resamples=50)
+    assert (one.estimate, one.low, one.high, one.resamples) == (0.0, 0.0, 0.0, 50)
+    unsampled = bootstrap_ci(spread, len(values), resamples=0)
+    assert unsampled.estimate == 2.0 and np.isnan(unsampled.low) and np.isnan(unsampled.high)

@@ -1,11 +1,10 @@
-"""Agreement metrics against independent references: scipy, the `krippendorff` package,
-and hand-computed κ; invalid labels count as disagreement, never dropped."""
+"""Agreement metrics against independent references: scipy, Krippendorff's published
+example and hand-computed κ and α; invalid labels count as disagreement, never dropped."""
 
 from __future__ import annotations
 
 import math
 
-import krippendorff
 import numpy as np
 import pytest
 from scipy import stats
@@ -59,13 +58,20 @@ def test_cohen_kappa_by_hand():
     assert cohen_kappa(first, second) == pytest.approx((0.6 - expected_chance) / (1 - expected_chance))
 
 
-def test_krippendorff_nominal_matches_the_reference_package_with_missing_values():
-    units = [["A", "A", "B"], ["B", "B", "B"], ["Tie", "A", None], ["A", "A", "A"], ["B", "Tie", "Tie"],
-             [None, "B", "B"], ["A", None, None]]
-    codes = {"A": 1, "B": 2, "Tie": 3, None: np.nan}
-    reliability = np.array([[codes[u[r]] for u in units] for r in range(3)], dtype=float)
-    reference = krippendorff.alpha(reliability_data=reliability, level_of_measurement="nominal")
-    assert krippendorff_alpha_nominal(units) == pytest.approx(reference)
+def test_krippendorff_nominal_reproduces_the_published_example_with_missing_values():
+    # Krippendorff's own worked example for nominal values with missing ones: 4 observers, 12 units.
+    observers = ["1 2 3 3 2 1 4 1 2 . . .", "1 2 3 3 2 2 4 1 2 5 . 3",
+                 ". 3 3 3 2 3 4 2 2 5 1 .", "1 2 3 3 2 4 4 1 2 5 1 ."]
+    rows = [[None if value == "." else value for value in observer.split()] for observer in observers]
+    units = [list(unit) for unit in zip(*rows)]
+    assert krippendorff_alpha_nominal(units) == pytest.approx(0.743, abs=5e-4)
+
+
+def test_krippendorff_nominal_is_undefined_without_variation_in_pairable_values():
+    assert math.isnan(krippendorff_alpha_nominal([["A", "A"], ["A", "A", None]]))  # one category
+    assert math.isnan(krippendorff_alpha_nominal([["A", None], ["B"], []]))  # nothing to pair
+    assert math.isnan(krippendorff_alpha_nominal([["A", "A"], ["B"]]))  # B is never paired
+    assert krippendorff_alpha_nominal([["A", "A"], ["B", "B"]]) == 1.0
 
 
 def test_invalid_labels_are_a_category_of_their_own():
@@ -74,9 +80,8 @@ def test_invalid_labels_are_a_category_of_their_own():
     result = label_agreement(judge, gold)
     assert result.n == 4 and result.invalid == 1
     assert result.percent == pytest.approx(0.75)  # the invalid one is a disagreement
-    codes = {"A": 1, "B": 2, "Tie": 3, "invalid": 4}
-    reliability = np.array([[codes[x or "invalid"] for x in judge], [codes[x] for x in gold]], dtype=float)
-    assert result.alpha == pytest.approx(krippendorff.alpha(reliability_data=reliability, level_of_measurement="nominal"))
+    # Coincidences: A-A 4, Tie-Tie 2, invalid-B 1, B-invalid 1; n = 8, sum of n_c^2 = 16 + 4 + 1 + 1.
+    assert result.alpha == pytest.approx(1 - (8 - 1) * 2 / (8 * 8 - 22))
     with pytest.raises(ValueError):
         label_agreement(["A"], ["A", "B"])
 
@@ -86,9 +91,9 @@ def test_run_variability_counts_and_alpha_across_runs():
     result = run_variability(runs)
     assert (result.items, result.runs) == (5, 3)
     assert (result.all_equal, result.some_equal, result.all_different) == (2, 2, 1)
-    codes = {"A": 1, "B": 2, "Tie": 3, None: 4}
-    reliability = np.array([[codes[u[r]] for u in runs] for r in range(3)], dtype=float)
-    assert result.alpha == pytest.approx(krippendorff.alpha(reliability_data=reliability, level_of_measurement="nominal"))
+    # Three values per unit: off-diagonal coincidences 2 + 3 + 2 (the invalid run disagrees);
+    # n = 15 with A 6, B 4, Tie 4, invalid 1.
+    assert result.alpha == pytest.approx(1 - (15 - 1) * 7 / (15 * 15 - (36 + 16 + 16 + 1)))
 
 
 def test_judge_vs_judge_table_uses_the_shared_items():

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
 import uuid
+from typing import get_args
 
 import pytest
 from elastic_transport import HttpHeaders
@@ -24,6 +27,7 @@ from engines.retrieval import (
     open_retriever,
     retrieve_for_idea,
 )
+from engines.retrieval.backends import BACKENDS
 from engines.retrieval.elastic import (
     MAPPING,
     ElasticsearchRetriever,
@@ -39,6 +43,7 @@ from engines.retrieval.embedded import (
     ensure_embedded_index,
     run_write,
 )
+from engines.retrieval.settings import RetrievalBackend
 from engines.retrieval.types import Argument
 
 UNIFORMS = "Students should wear school uniforms"
@@ -180,6 +185,20 @@ def ids_of(graph, strategy):
 
 def edge(source, target, relation):
     return GraphEdge(source, target, relation)
+
+
+# --- the backends ---------------------------------------------------------------------------------
+
+
+def test_every_backend_the_settings_accept_is_registered():
+    assert set(BACKENDS) == set(get_args(RetrievalBackend))
+    assert [backend.embedded for backend in BACKENDS.values()].count(True) == 1
+
+
+def test_the_settings_and_the_registry_load_no_backend_until_one_is_opened():
+    loaded = "import sys, engines.retrieval.backends; print(sorted({'tantivy', 'elasticsearch'} & set(sys.modules)))"
+    result = subprocess.run([sys.executable, "-c", loaded], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"  # both load with the config, at start-up
 
 
 # --- the embedded index ----------------------------------------------------------------------------

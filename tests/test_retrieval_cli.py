@@ -9,6 +9,7 @@ import pytest
 import argtui.commands.index as index_command
 from argtui.cli import main
 from argtui.config import load_config
+from engines.retrieval import backends
 from engines.retrieval.corpus import bundled_arguments
 from engines.retrieval.elastic import ElasticsearchRetriever, connect_elasticsearch
 from store import Database
@@ -104,7 +105,7 @@ def test_push_and_import_into_elasticsearch_are_resumable_runs(capsys, monkeypat
     def test_transport(es_url, index, api_key=None):
         return ElasticsearchRetriever(connect_elasticsearch(es_url, node_class=node_class), index, url=es_url)
 
-    monkeypatch.setattr(index_command, "open_elasticsearch", test_transport)
+    monkeypatch.setattr(backends, "open_elasticsearch", test_transport)
     subset = bundled_arguments()[:300]
     monkeypatch.setattr(index_command, "bundled_arguments", lambda: subset)
 
@@ -153,7 +154,7 @@ def test_the_retrieval_table_of_the_config_file_picks_elasticsearch(capsys, monk
         seen.append((es_url, index, api_key))
         return ElasticsearchRetriever(connect_elasticsearch(es_url, node_class=node_class), index, url=es_url)
 
-    monkeypatch.setattr(index_command, "open_elasticsearch", test_transport)
+    monkeypatch.setattr(backends, "open_elasticsearch", test_transport)
     monkeypatch.setenv("TEST_ES_KEY", "key-from-the-environment")
     argtui_home.mkdir(parents=True, exist_ok=True)
     config_file = argtui_home / "config.toml"

@@ -1,32 +1,21 @@
 """`argtui agreement critiques --reference RATER [--compare NAME ...] [--json]`: the seed's losses
 of every rater and LLM judge against a reference rater, the random judge, and each rater against
-the mean of the other raters, with 95% bootstrap intervals."""
+the mean of the other raters, with 95% bootstrap intervals.
+
+Raters are named as they rated; LLM judges by their judge name (`model@profile prompt`, as
+`argtui eval critiques` prints it), their verdicts read from the judgment store."""
 
 from __future__ import annotations
 
 import json
 
-from rich import box
 from rich.console import Console
-from rich.table import Table
 
 from argtui.commands import run_with_runtime
+from argtui.commands.eval import print_report
 from argtui.runtime import Runtime
-from engines.critiques.agreement import (
-    TABLE_COLUMNS,
-    TABLE_LEGEND,
-    AgreementReport,
-    Comparison,
-    agreement_report,
-    report_as_dict,
-    table_rows,
-)
-from engines.llm.profile import EMBEDDED_PROFILE
-from store.critiques import CritiqueRepository, RatingVersion
-
-DEMO_JUDGE_NOTE = (
-    "Judges on the embedded SmolLM2-135M backend are for demonstration only: their ratings are near random."
-)
+from engines.critiques.agreement import AgreementReport, report_as_dict
+from engines.critiques.report import build_report, task_report
 
 
 def register(subparsers) -> None:
@@ -39,7 +28,8 @@ def register(subparsers) -> None:
     )
     parser.add_argument("--reference", required=True, metavar="RATER", help="the reference rater (e.g. an expert)")
     parser.add_argument("--compare", action="append", metavar="RATER_OR_JUDGE",
-                        help="compare only these (repeatable; 'random' for the random judge); default: all")
+                        help="compare only these (repeatable): a rater, a judge's name as `argtui eval critiques` "
+                        "prints it, or 'random' for the random judge; default: all")
     parser.add_argument("--first", action="store_true",
                         help="use each rater's first ratings instead of the latest revisions")
     parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
@@ -47,58 +37,15 @@ def register(subparsers) -> None:
     parser.set_defaults(handler=_agreement)
 
 
-async def build_report(
-    runtime: Runtime, reference: str, compared: list[str] | None, which: RatingVersion = "current", resamples: int = 1000
-) -> tuple[AgreementReport, bool]:
-    """The report, and whether a judge in it ran on the embedded demo model."""
-    repo = CritiqueRepository(runtime.db)
-    positions = repo.positions()
-    position_of = {c.uid: p.uid for p in positions for c in p.critiques}
-    total = sum(len(p.critiques) for p in positions)
-    report = agreement_report(repo.ratings(which=which), position_of, total, reference, compared, resamples=resamples)
-    shown = {row.compared for row in report.versus_reference}
-    demo = any(r.name in shown and r.details.get("profile") == EMBEDDED_PROFILE for r in repo.raters())
-    return report, demo
+async def _report(runtime: Runtime, args) -> AgreementReport:
+    which = "first" if args.first else "current"
+    return build_report(runtime.db, args.reference, args.compare, which, args.resamples)
 
 
 def _agreement(args) -> int:
-    which = "first" if args.first else "current"
-    report, demo = run_with_runtime(
-        lambda runtime: build_report(runtime, args.reference, args.compare, which, args.resamples)
-    )
+    report = run_with_runtime(lambda runtime: _report(runtime, args))
     if args.json:
         print(json.dumps(report_as_dict(report), indent=2))
     else:
-        print_report(Console(), report, which, demo)
+        print_report(Console(), task_report(report, "first" if args.first else "current"))
     return 0
-
-
-def comparison_table(title: str, rows: list[Comparison]) -> Table:
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
-    for column in TABLE_COLUMNS:
-        if column == "compared":
-            table.add_column(column, min_width=15)
-        else:
-            table.add_column(column, justify="right")
-    for cells in table_rows(rows):
-        table.add_row(*cells)
-    return table
-
-
-def print_report(console: Console, report: AgreementReport, which: RatingVersion = "current", demo: bool = False) -> None:
-    version = "first ratings" if which == "first" else "latest revisions"
-    console.print()
-    console.print(comparison_table(f"Against {report.reference} ({version})", report.versus_reference))
-    if report.versus_others:
-        console.print()
-        console.print(comparison_table("Each rater against the mean of the other raters", report.versus_others))
-    progress = Table(title="Progress", title_justify="left", box=box.SIMPLE_HEAD)
-    for column in ("rater", "kind", "rated", "of"):
-        progress.add_column(column, justify="right" if column in ("rated", "of") else "left")
-    for p in report.progress:
-        progress.add_row(p.rater, p.kind, str(p.rated), str(p.total))
-    console.print()
-    console.print(progress)
-    console.print(TABLE_LEGEND, style="dim")
-    if demo:
-        console.print(DEMO_JUDGE_NOTE, style="yellow")

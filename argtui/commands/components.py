@@ -7,14 +7,16 @@ import sys
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from argtui.commands import run_with_runtime
 from argtui.runtime import Runtime
-from engines.components import LABELS, METHODS, ClassifierSettings, ComponentResult, label_components, segment
+from engines.components import LABELS, METHODS, ComponentResult, segment
 from engines.components.prompts import ROLE_NAMES
-from engines.components.records import save_labelled_text
 from engines.errors import ArgtuiError
-from store.components import ComponentRepository
+from engines.judging.task import default_options
+from engines.llm.types import Usage
+from engines.tasks.components import DEFAULT_TURN_TOKENS, TASK, label_text
 
 
 def register(subparsers) -> None:
@@ -31,7 +33,7 @@ def register(subparsers) -> None:
     parser.add_argument("--skip-threshold", type=float, metavar="P", help="mad: skip the debate above P")
     parser.add_argument("--seed", type=int, default=0, help="mad: seed of the debater assignment")
     parser.add_argument(
-        "--turn-tokens", type=int, default=ClassifierSettings.debater_max_tokens,
+        "--turn-tokens", type=int, default=DEFAULT_TURN_TOKENS,
         help="mad: token limit of each debate turn and of the judge's reason",
     )
     parser.add_argument("--transcript", action="store_true", help="print every debate transcript")
@@ -60,15 +62,13 @@ async def _label(runtime: Runtime, args, text: str) -> list[ComponentResult]:
     def on_component(index: int, result: ComponentResult) -> None:
         nonlocal finished
         finished += 1
-        err.print(f"[{finished}/{len(spans)}] {result.label or 'invalid'}: {result.span.text[:60]}")
+        err.print(Text(f"[{finished}/{len(spans)}] {result.label or 'invalid'}: {result.span.text[:60]}"))
 
-    settings = ClassifierSettings(debater_max_tokens=args.turn_tokens, judge_max_tokens=args.turn_tokens)
-    results = await label_components(
-        client, text, spans, args.method, args.skip_threshold, args.seed, on_component, settings=settings
+    options = default_options(
+        TASK, seed=args.seed, skip_threshold=args.skip_threshold, turn_tokens=args.turn_tokens
     )
-    save_labelled_text(
-        ComponentRepository(runtime.db), text, results, judge=client.profile.name, model=await client.model()
-    )
+    judge, results = await label_text(runtime.db, client, text, args.method, options, spans, on_component)
+    err.print(Text(f"stored as judge {judge.name}"))
     return results
 
 
@@ -79,7 +79,7 @@ def as_json(result: ComponentResult) -> dict:
         "distribution": result.distribution, "proponent_label": result.proponent_label,
         "opponent_label": result.opponent_label, "skipped": result.skipped, "reason": result.reason,
         "transcript": [{"role": t.role, "label": t.label, "text": t.text} for t in result.transcript],
-        "calls": result.calls, "seconds": round(result.seconds, 3),
+        "calls": result.usage.calls, "seconds": round(result.seconds, 3),
     }
 
 
@@ -90,23 +90,23 @@ def _print(results: list[ComponentResult], transcripts: bool) -> None:
         table.add_column(column)
     for index, result in enumerate(results, start=1):
         distribution = " ".join(f"{result.distribution.get(label, 0.0):.2f}" for label in LABELS)
+        label = Text(result.label) if result.label else Text.assemble(("invalid", "red"), f" {result.raw[:20]!r}")
         table.add_row(
-            str(index), f"{result.span.start}-{result.span.end}",
-            result.label or f"[red]invalid[/] {result.raw[:20]!r}", distribution, result.span.text,
+            str(index), f"{result.span.start}-{result.span.end}", label, distribution, Text(result.span.text)
         )
     console.print(table)
     for index, result in enumerate(results, start=1):
         if transcripts:
-            console.rule(f"#{index} {result.span.text[:60]}")
+            console.rule(Text(f"#{index} {result.span.text[:60]}"))
             for turn in result.transcript:
                 who = ROLE_NAMES[turn.role] + (f" ({turn.label})" if turn.label else "")
-                console.print(f"[bold]{who}[/]: {turn.text}", highlight=False)
+                console.print(Text.assemble((f"{who}", "bold"), f": {turn.text}"))
         elif result.reason:
-            console.print(f"#{index} [bold]reason[/]: {result.reason}", highlight=False)
-    calls, cached = sum(r.calls for r in results), sum(r.cached_calls for r in results)
+            console.print(Text.assemble(f"#{index} ", ("reason", "bold"), f": {result.reason}"))
+    usage = sum((r.usage for r in results), Usage())
     # Components run concurrently: the slowest one is how long the labelling took.
     seconds = max((r.seconds for r in results), default=0.0)
-    console.print(
-        f"{len(results)} components, {calls} LLM calls ({cached} answered by the cache), {seconds:.1f} s; "
-        "stored for the Components view"
-    )
+    console.print(Text(
+        f"{len(results)} components, {usage.calls} LLM answers ({usage.cached_calls} from the cache), "
+        f"{seconds:.1f} s; stored for the Components view"
+    ))

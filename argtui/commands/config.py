@@ -50,7 +50,7 @@ def _show(args) -> int:
         key_text = f"{key} ({'set' if profile['api_key_set'] else 'not set'})" if key else "none"
         urls = ", ".join(profile["base_urls"]) or ("started by argtui" if name == "embedded" else "-")
         console.print(
-            f"  [bold]{name}[/] kind={profile['kind']} model={profile['model'] or '(served)'} "
+            f"  [bold]{name}[/] kind={profile['kind'] or 'detected'} model={profile['model'] or '(served)'} "
             f"urls={urls} concurrency={profile['max_concurrency']} timeout={profile['timeout_s']}s "
             f"api key env={key_text}",
             highlight=False,

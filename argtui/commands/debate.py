@@ -7,11 +7,13 @@ import time
 from pathlib import Path
 
 from rich.console import Console
+from rich.text import Text
 
 from argtui.commands import run_with_runtime
 from argtui.runtime import Runtime
 from engines.debate.export import rad_run
 from engines.debate.pipeline import STEPS, ReplyProgress, StepFinished, StepStarted, TurnFailed
+from engines.debate.records import DebateRecords
 from engines.debate.session import DEFAULT_COMPONENT_METHOD, DEFAULT_GRICE_STRATEGY, DebateSession
 from engines.errors import ArgtuiError
 from store.debates import DebateRepository
@@ -59,7 +61,7 @@ async def _list(runtime: Runtime) -> int:
     console = Console()
     for debate, turns in DebateRepository(runtime.db).list():
         console.print(f"{debate.id:>4}  {debate.updated_at:%Y-%m-%d %H:%M}  {turns:>3} turns  "
-                      f"[{debate.user_side}] {debate.claim}", highlight=False)
+                      f"[{debate.user_side}] {debate.claim}", markup=False, highlight=False)
     return 0
 
 
@@ -71,13 +73,14 @@ async def _play(runtime: Runtime, args, lines: list[str]) -> int:
     debate = repository.create(args.claim, args.side, backend=client.profile.name)
     session = DebateSession(
         repository, debate, client, retriever,
-        grice_repository=GriceRepository(runtime.db),
+        reason_store=GriceRepository(runtime.db),
         grice_strategy=args.grice_strategy, component_method=args.component_method,
     )
-    err.print(f"debate {debate.id}: {args.claim!r}, student {args.side}, bot {'con' if args.side == 'pro' else 'pro'}")
+    bot_side = "con" if args.side == "pro" else "pro"
+    err.print(f"debate {debate.id}: {args.claim!r}, student {args.side}, bot {bot_side}", markup=False)
     failures = 0
     for number, message in enumerate(lines, 1):
-        err.print(f"[bold]turn {number}[/] student: {message}", highlight=False)
+        err.print(Text.assemble((f"turn {number}", "bold"), f" student: {message}"), highlight=False)
         started = time.perf_counter()
         timings: dict[str, float] = {}
 
@@ -91,7 +94,8 @@ async def _play(runtime: Runtime, args, lines: list[str]) -> int:
             elif isinstance(event, ReplyProgress):
                 timings.setdefault("first_reply_text", time.perf_counter() - started)
             elif isinstance(event, TurnFailed):
-                err.print(f"  ✗ {STEP_TITLES[event.step]}: {event.error}", style="red", highlight=False)
+                err.print(f"  ✗ {STEP_TITLES[event.step]}: {event.error}", style="red", markup=False,
+                          highlight=False)
 
         result = await session.exchange(message, follow)
         total = time.perf_counter() - started
@@ -99,7 +103,7 @@ async def _play(runtime: Runtime, args, lines: list[str]) -> int:
             failures += 1
             continue
         err.print(f"  bot ({result.bot.words} words, {result.bot.requests} requests): {result.bot.reply}",
-                  highlight=False)
+                  markup=False, highlight=False)
         if result.judgment:
             verdicts = ", ".join(
                 f"{m}={j.answer or 'invalid'}" + (f" ({j.p_yes:.2f})" if j.p_yes is not None else "")
@@ -107,16 +111,16 @@ async def _play(runtime: Runtime, args, lines: list[str]) -> int:
             )
             err.print(f"  Grice ({result.judgment.strategy}): {verdicts}", highlight=False)
         labels = ", ".join(f"{c.label or 'invalid'}: {c.span.text[:40]!r}" for c in result.components)
-        err.print(f"  components: {labels}", highlight=False)
+        err.print(f"  components: {labels}", markup=False, highlight=False)
         err.print(f"  first progress after {timings.get('first_event', 0) * 1000:.0f} ms, "
                   f"reply done after {result.bot.seconds:.1f} s, exchange with judging {total:.1f} s",
                   highlight=False)
-    run = rad_run(debate, repository.turns(debate.id), model=await client.model())
+    run = rad_run(debate, DebateRecords(repository).turns(debate.id), model=await client.model())
     text = json.dumps(run, ensure_ascii=False)
     if args.export:
         args.export.parent.mkdir(parents=True, exist_ok=True)
         args.export.write_text(text + "\n", encoding="utf-8")
-        err.print(f"wrote {args.export} (debate {debate.id})")
+        err.print(f"wrote {args.export} (debate {debate.id})", markup=False)
     else:
         print(text)
     return 1 if failures else 0

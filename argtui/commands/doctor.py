@@ -43,7 +43,7 @@ def _doctor(args) -> int:
     for b in report["backends"]:
         table.add_row(
             b["name"] + (" (default)" if b["name"] == report["default_backend"] else ""),
-            b["kind"],
+            b["kind"] or "-",
             "[green]yes[/]" if b["reachable"] else "[red]no[/]",
             b["model"] or "-",
             f"{b['latency_s'] * 1000:.0f} ms" if b["latency_s"] is not None else "-",

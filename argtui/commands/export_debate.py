@@ -8,6 +8,7 @@ from pathlib import Path
 from argtui.commands import run_with_runtime
 from argtui.runtime import Runtime
 from engines.debate.export import full_record, rad_run
+from engines.debate.records import DebateRecords
 from engines.errors import ArgtuiError
 from store.debates import DebateRepository
 
@@ -27,7 +28,7 @@ async def _export(runtime: Runtime, args) -> int:
     if debate is None:
         raise ArgtuiError(f"no debate with id {args.id} (argtui debate --list shows them)")
     if args.format == "rad":
-        record = rad_run(debate, repository.turns(debate.id), model="")
+        record = rad_run(debate, DebateRecords(repository).turns(debate.id), model="")
     else:
         record = full_record(repository, debate)
     text = json.dumps(record, ensure_ascii=False)

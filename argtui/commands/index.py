@@ -10,8 +10,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Awaitable, Callable, Iterable, TypeVar
+from typing import Awaitable, Callable, Iterable, Iterator, TypeVar
 
 from rich.console import Console
 from rich.table import Table
@@ -20,15 +21,19 @@ from rich.text import Text
 from argtui.commands import run_with_runtime
 from argtui.progress import batch_progress_bar
 from argtui.runtime import Runtime
-from engines.batch import BatchProgress
 from engines.errors import ArgtuiError
-from engines.retrieval import ArgumentGraph, Hit, IndexStatus, RetrievalSettings, Retriever
+from engines.retrieval import ArgumentGraph, Hit, IndexStatus, RetrievalSettings, Retriever, backends
 from engines.retrieval.corpus import BUNDLED_DATASETS, bundled_arguments
-from engines.retrieval.embedded import EmbeddedIndex, TantivyRetriever, embedded_index_dir, run_write
+from engines.retrieval.embedded import (
+    EmbeddedIndex,
+    TantivyRetriever,
+    embedded_index_dir,
+    ensure_embedded_index,
+    run_write,
+)
 from engines.retrieval.rad import RAD_SOURCE, count_rad_arguments, iter_rad_arguments
-from engines.retrieval.settings import open_elasticsearch
 from engines.retrieval.strategies import GOALS, IDEA, retrieve_for_idea
-from engines.retrieval.types import RELATIONS, SEARCH_FIELDS, Argument
+from engines.retrieval.types import RELATIONS, SEARCH_FIELDS, Argument, IndexProgress, ProgressCallback
 from store.runs import RunRepository, RunState
 
 PUSH_RUN_KIND = "index-push"
@@ -97,19 +102,28 @@ def _settings(runtime: Runtime, args) -> RetrievalSettings:
     return settings
 
 
+@contextmanager
+def _first_build_bar() -> Iterator[ProgressCallback]:
+    """Follows the embedded index's build on first use: the bar (on stderr) shows only if one happens."""
+    with ExitStack() as stack:
+        bar: list[ProgressCallback] = []
+
+        def update(progress: IndexProgress) -> None:
+            if not bar:
+                bar.append(stack.enter_context(batch_progress_bar("Building the argument index (first use)")))
+            bar[0](progress)
+
+        yield update
+
+
 async def _embedded(runtime: Runtime) -> EmbeddedIndex:
-    """The embedded index; its first build shows a progress bar on stderr."""
-    index = EmbeddedIndex(embedded_index_dir(runtime.config.paths.data_dir))
-    if not index.is_built:
-        with batch_progress_bar("Building the argument index (first use)") as on_progress:
-            await run_write(index.build_bundled, on_progress)
-    return index
+    with _first_build_bar() as on_progress:
+        return await ensure_embedded_index(embedded_index_dir(runtime.config.paths.data_dir), on_progress)
 
 
 async def _open(runtime: Runtime, settings: RetrievalSettings) -> Retriever:
-    if settings.backend == "elasticsearch" and settings.es_url:
-        return open_elasticsearch(settings.es_url, settings.index, settings.api_key())
-    return TantivyRetriever(await _embedded(runtime))
+    with _first_build_bar() as on_progress:
+        return await backends.open_retriever(settings, runtime.config.paths.data_dir, on_progress)
 
 
 def _with_retriever(args, work: Callable[[Retriever], Awaitable[T]]) -> T:
@@ -139,19 +153,14 @@ def _build(args) -> int:
 
 
 def _status(args) -> int:
-    async def run(runtime: Runtime) -> IndexStatus | None:
+    async def run(runtime: Runtime) -> tuple[str, IndexStatus | None]:
         settings = _settings(runtime, args)
-        if settings.backend == "tantivy":
-            return EmbeddedIndex(embedded_index_dir(runtime.config.paths.data_dir)).status()
-        retriever = await _open(runtime, settings)
-        try:
-            return await retriever.status()
-        finally:
-            await retriever.aclose()
+        status = await backends.backend_of(settings).status(settings, runtime.config.paths.data_dir)
+        return settings.backend, status
 
-    status = run_with_runtime(run)
+    backend, status = run_with_runtime(run)
     if args.json:
-        print(json.dumps(status.as_dict() if status else {"backend": "tantivy", "built": False}, indent=2))
+        print(json.dumps(status.as_dict() if status else {"backend": backend, "built": False}, indent=2))
     elif status is None:
         Console().print("The embedded argument index is not built yet; `argtui index build` builds it "
                         "(the first search does too).")
@@ -232,7 +241,7 @@ def _import_rad(args) -> int:
 
     async def run(runtime: Runtime) -> dict:
         settings = _settings(runtime, args)
-        if settings.backend == "elasticsearch" and settings.es_url:
+        if not backends.backend_of(settings).embedded:
             return await _push_to_elasticsearch(
                 runtime, settings.es_url, settings, iter_rad_arguments(args.path), total, f"rad:{args.path.resolve()}"
             )
@@ -244,7 +253,7 @@ def _import_rad(args) -> int:
                 ),
                 on_progress,
             )
-        return {"backend": "tantivy", "location": str(index.directory), "written": written, "skipped": 0,
+        return {"backend": settings.backend, "location": str(index.directory), "written": written, "skipped": 0,
                 "total": total}
 
     _print_result(args, run_with_runtime(run), f"Imported from {args.path}")
@@ -275,7 +284,7 @@ async def _push_to_elasticsearch(
     runtime: Runtime, url: str, settings: RetrievalSettings, arguments: Iterable[Argument], total: int, corpus: str
 ) -> dict:
     """Bulk-load into Elasticsearch, recorded as a batch run (Runs screen) that a rerun resumes."""
-    retriever = open_elasticsearch(url, settings.index, settings.api_key())
+    retriever = backends.open_elasticsearch(url, settings.index, settings.api_key())
     runs = RunRepository(runtime.db)
     location = f"{retriever.url} index {settings.index}"
     run = runs.open(PUSH_RUN_KIND, f"{corpus} -> {location}",
@@ -283,7 +292,7 @@ async def _push_to_elasticsearch(
     runs.update(run.id, state=RunState.RUNNING)
     try:
         with batch_progress_bar(f"Pushing to {settings.index}") as show:
-            def follow(progress: BatchProgress) -> None:
+            def follow(progress: IndexProgress) -> None:
                 show(progress)
                 runs.update(run.id, done=progress.done)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 from engines.components import prompts
@@ -42,48 +42,22 @@ class ClassifierSettings:
     skip_threshold: float | None = None  # skip the debate when the Manager's top probability exceeds it
 
 
-@dataclass
-class _Meter:
-    """Calls and tokens spent on one component."""
-
-    calls: int = 0
-    cached_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    started: float = field(default_factory=time.perf_counter)
-
-    def add(self, usage: Usage) -> None:
-        self.calls += 1
-        self.cached_calls += usage.cached
-        self.prompt_tokens += usage.prompt_tokens
-        self.completion_tokens += usage.completion_tokens
-
-    def fill(self, result: ComponentResult) -> ComponentResult:
-        return replace(
-            result,
-            calls=self.calls,
-            cached_calls=self.cached_calls,
-            prompt_tokens=self.prompt_tokens,
-            completion_tokens=self.completion_tokens,
-            seconds=time.perf_counter() - self.started,
-        )
-
-
 class _Agent:
-    """The client seen by one component's classification: every call is metered."""
+    """The client seen by one component's classification: the usage of every answer adds up."""
 
-    def __init__(self, client: LLMClient, meter: _Meter):
-        self.client, self.meter = client, meter
+    def __init__(self, client: LLMClient):
+        self.client = client
+        self.usage = Usage()
 
     async def say(self, messages: Sequence[Message], sampling: Sampling) -> Completion:
         completion = await self.client.chat(messages, sampling)
-        self.meter.add(completion.usage)
+        self.usage = self.usage + completion.usage
         return completion
 
     async def choose(self, messages: Sequence[Message], votes: int = 1) -> LabelChoice:
         temperature = DETERMINISTIC if votes == 1 else VOTE_TEMPERATURE
         choice = await self.client.choose(messages, LABELS, Sampling(temperature=temperature), votes=votes)
-        self.meter.add(choice.usage)
+        self.usage = self.usage + choice.usage
         return choice
 
 
@@ -124,24 +98,23 @@ async def classify_component(
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     document = mark_document(text, spans, target)
     span = spans[target]
-    meter = _Meter()
-    agent = _Agent(client, meter)
-    if method == "vanilla":
-        result = await _vanilla(agent, document, span)
-    elif method == "cot":
-        result = await _chain_of_thought(agent, document, span, settings)
-    else:
-        rng = component_rng(seed, key or f"{span.start}-{span.end}")
-        result = await _debate(agent, document, span, settings, rng)
-    return meter.fill(result)
+    started = time.perf_counter()
+    agent = _Agent(client)
+    rng = component_rng(seed, key or f"{span.start}-{span.end}")
+    result = await METHOD_CLASSIFIERS[method](agent, document, span, settings, rng)
+    return replace(result, usage=agent.usage, seconds=time.perf_counter() - started)
 
 
-async def _vanilla(agent: _Agent, document: str, span: Span) -> ComponentResult:
+async def _vanilla(
+    agent: _Agent, document: str, span: Span, settings: ClassifierSettings, rng: random.Random
+) -> ComponentResult:
     choice = await agent.choose(prompts.classify_messages(document, span.text))
     return ComponentResult(span, "vanilla", choice.label, choice.distribution, choice.source, raw=choice.raw)
 
 
-async def _chain_of_thought(agent: _Agent, document: str, span: Span, settings: ClassifierSettings) -> ComponentResult:
+async def _chain_of_thought(
+    agent: _Agent, document: str, span: Span, settings: ClassifierSettings, rng: random.Random
+) -> ComponentResult:
     messages = prompts.chain_of_thought_messages(document, span.text, settings.reasoning_max_tokens)
     reasoning = await agent.say(messages, Sampling(temperature=DETERMINISTIC, max_tokens=settings.reasoning_max_tokens))
     choice = await agent.choose(prompts.answer_after(messages, reasoning.text, prompts.CHAIN_OF_THOUGHT_ANSWER))
@@ -189,6 +162,10 @@ async def _debate(
         proponent_label=proponent_label, opponent_label=opponent_label,
         judge_distribution=verdict.distribution,
     )
+
+
+# Each method: (agent, marked document, target span, settings, the component's generator) -> result.
+METHOD_CLASSIFIERS = {"vanilla": _vanilla, "cot": _chain_of_thought, "mad": _debate}
 
 
 async def label_components(

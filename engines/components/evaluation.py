@@ -1,42 +1,31 @@
-"""Evaluating the component classifier on the UKP essays: a resumable batch and its report.
+"""Evaluating the component classifier on the UKP essays: the items and the scores.
 
 Each gold component is one item, classified with the whole essay as context
-and every other gold component masked as <ARG>. Predictions and transcripts
-are stored as they finish, so a rerun resumes; the report is computed from
-what is stored, with invalid predictions counted as wrong, never dropped.
+and every other gold component masked as <ARG>. Scores are computed over
+every item, an invalid or missing prediction counting as wrong, never dropped.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from statistics import mean
-from typing import Callable, Sequence
+from typing import Sequence
 
-from engines.batch import BatchProgress, BatchResult, run_batch
-from engines.components.classifier import ClassifierSettings, classify_component
-from engines.components.records import save_result
+from engines.components.formatting import excerpt
+from engines.components.records import essay_key
 from engines.components.types import LABELS, ComponentResult, Span
 from engines.datasets.ukp_essays import Essay
-from engines.llm.client import LLMClient
+from engines.judging.task import TaskItem
 from engines.metrics.classification import ClassificationReport, classification_report
-from store.components import ComponentRepository
-
-SOURCE = "ukp-essays"
 
 
 @dataclass(frozen=True)
-class EssayComponentItem:
-    essay: Essay
-    index: int  # position of the component in essay.components
-    document_id: int
+class ComponentItem:
+    """What the classifier needs of an item: the document, its components and which one is the target."""
 
-    @property
-    def component_id(self) -> str:
-        return self.essay.components[self.index].id
-
-    @property
-    def key(self) -> str:
-        return f"{self.essay.id}/{self.component_id}"
+    text: str
+    spans: tuple[Span, ...]
+    target: int
 
 
 @dataclass
@@ -61,95 +50,59 @@ class ComponentEvaluation:
         }
 
 
-def essay_spans(essay: Essay) -> list[Span]:
-    return [Span(c.start, c.end, c.text) for c in essay.components]
+def essay_spans(essay: Essay) -> tuple[Span, ...]:
+    return tuple(Span(c.start, c.end, c.text) for c in essay.components)
 
 
-def run_name(method: str, judge: str, model: str, settings: ClassifierSettings, seed: int) -> str:
-    """The stored predictions' run: the same configuration resumes the same predictions."""
-    name = f"{SOURCE}:{method}:{judge}:{model}"
-    if method == "cot":
-        name += f":reasoning{settings.reasoning_max_tokens}"
-    if method == "mad":
-        name += (
-            f":seed{seed}:rounds{settings.rounds}:votes{settings.manager_votes}"
-            f":turn{settings.debater_max_tokens}:judge{settings.judge_max_tokens}"
-        )
-        if settings.skip_threshold is not None:
-            name += f":skip{settings.skip_threshold:g}"
-    return name
-
-
-def evaluation_items(repository: ComponentRepository, essays: Sequence[Essay]) -> list[EssayComponentItem]:
+def essay_items(essays: Sequence[Essay]) -> list[TaskItem]:
+    """One item per gold component, in essay and text order."""
     items = []
     for essay in essays:
-        document = repository.document(SOURCE, essay.id, essay.text)
-        items += [EssayComponentItem(essay, index, document.id) for index in range(len(essay.components))]
+        spans = essay_spans(essay)
+        for index, component in enumerate(essay.components):
+            items.append(TaskItem(
+                key=essay_key(essay.id, component.id),
+                title=f"{essay.id} · {component.id} · component {index + 1} of {len(spans)}",
+                body=excerpt(essay.text, spans[index]),
+                reference=component.label,
+                payload=ComponentItem(essay.text, spans, index),
+            ))
     return items
 
 
-async def run_evaluation(
-    client: LLMClient,
-    repository: ComponentRepository,
-    essays: Sequence[Essay],
-    *,
-    run: str,
-    method: str,
-    judge: str,
-    settings: ClassifierSettings = ClassifierSettings(),
-    seed: int = 0,
-    on_progress: Callable[[BatchProgress], None] = lambda progress: None,
-) -> BatchResult[EssayComponentItem, ComponentResult]:
-    """Classify every component not yet stored under `run`, storing each as it finishes."""
-    items = evaluation_items(repository, essays)
-    done = repository.done(run)
-    model = await client.model()
-    spans = {essay.id: essay_spans(essay) for essay in essays}
-
-    async def work(item: EssayComponentItem) -> ComponentResult:
-        return await classify_component(
-            client, item.essay.text, spans[item.essay.id], item.index, method,
-            settings=settings, seed=seed, key=item.key,
-        )
-
-    def store(item: EssayComponentItem, result: ComponentResult) -> None:
-        gold = item.essay.components[item.index].label
-        save_result(
-            repository, run, item.document_id, item.component_id, result, judge=judge, model=model, gold=gold
-        )
-
-    return await run_batch(
-        items,
-        work,
-        concurrency=client.profile.max_concurrency,
-        is_done=lambda item: (item.document_id, item.component_id) in done,
-        on_result=store,
-        is_invalid=lambda result: not result.valid,
-        on_progress=on_progress,
-    )
-
-
-def evaluation_report(repository: ComponentRepository, essays: Sequence[Essay], run: str) -> ComponentEvaluation:
-    """Metrics over the essays' components from the run's stored predictions (missing ones count as invalid)."""
-    items = evaluation_items(repository, essays)
-    stored = {
-        (p.document_id, p.component): p
-        for document_id in sorted({item.document_id for item in items})
-        for p in repository.predictions(run, document_id)
-    }
-    gold, predicted, found = [], [], []
-    for item in items:
-        prediction = stored.get((item.document_id, item.component_id))
-        gold.append(item.essay.components[item.index].label)
-        predicted.append(prediction.label if prediction else None)
-        if prediction:
-            found.append(prediction)
+def evaluate(items: Sequence[TaskItem], results: dict[str, ComponentResult]) -> ComponentEvaluation:
+    """Scores of the results against the items' gold labels (a missing result counts as invalid)."""
+    found = [results[item.key] for item in items if item.key in results]
     return ComponentEvaluation(
-        report=classification_report(gold, predicted, LABELS),
+        report=classification_report(
+            [item.reference for item in items],
+            [results[item.key].label if item.key in results else None for item in items],
+            LABELS,
+        ),
         components=len(items),
-        skipped=sum(p.skipped for p in found),
-        calls_per_component=mean(p.calls for p in found) if found else 0.0,
-        cached_calls=sum(p.cached_calls for p in found),
-        seconds_per_component=mean(p.seconds for p in found) if found else 0.0,
-        tokens_per_component=mean(p.prompt_tokens + p.completion_tokens for p in found) if found else 0.0,
+        skipped=sum(r.skipped for r in found),
+        calls_per_component=mean(r.usage.calls for r in found) if found else 0.0,
+        cached_calls=sum(r.usage.cached_calls for r in found),
+        seconds_per_component=mean(r.seconds for r in found) if found else 0.0,
+        tokens_per_component=mean(r.usage.tokens for r in found) if found else 0.0,
     )
+
+
+def prediction_rows(items: Sequence[TaskItem], results: dict[str, ComponentResult]) -> list[dict]:
+    """Every prediction with its transcript, as `--output` writes them."""
+    rows = []
+    for item in items:
+        result = results.get(item.key)
+        if result is None:
+            continue
+        essay, _, component = item.key.rpartition("/")
+        rows.append({
+            "essay": essay, "component": component, "start": result.span.start, "end": result.span.end,
+            "text": result.span.text, "gold": item.reference, "label": result.label, "raw": result.raw,
+            "distribution": result.distribution, "proponent_label": result.proponent_label,
+            "opponent_label": result.opponent_label, "judge_distribution": result.judge_distribution,
+            "skipped": result.skipped, "reason": result.reason, "calls": result.usage.calls,
+            "seconds": result.seconds,
+            "transcript": [{"role": t.role, "label": t.label, "text": t.text} for t in result.transcript],
+        })
+    return rows

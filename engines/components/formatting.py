@@ -38,3 +38,18 @@ def mark_document(text: str, spans: Sequence[Span], target: int) -> str:
         cursor = span.end
     parts.append(text[cursor:])
     return "".join(parts)
+
+
+def excerpt(text: str, span: Span, chars: int = 700) -> str:
+    """The paragraph around `span` (at most about `chars` long), the span marked as the classifier sees it."""
+    start = text.rfind("\n", 0, span.start) + 1
+    end = text.find("\n", span.end)
+    end = len(text) if end == -1 else end
+    if end - start > chars:
+        start = max(start, span.start - chars // 2)
+        end = min(end, span.end + chars // 2)
+    return (
+        ("…" if start > 0 else "")
+        + text[start : span.start] + TARGET_OPEN + span.text + TARGET_CLOSE + text[span.end : end]
+        + ("…" if end < len(text) else "")
+    )

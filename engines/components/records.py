@@ -1,87 +1,123 @@
-"""Storing component results with their transcripts, and reading them back."""
+"""Component results as verdicts of the `components` task, and the texts they label.
+
+A result is stored in the judgment store (task "components") as a `Verdict`:
+label, distribution, raw output, usage and seconds in the verdict's own
+fields; transcript, reason, debaters' labels, the judge's distribution, the
+skip and the span in `data`. Item keys name the text and the component:
+"<essay id>/<component id>" for the UKP essays, "text:<sha256 of the
+text>/<start>-<end>" for a labelled free text. The texts themselves live in
+`component_document` (one row per text), so the Components view can show
+every stored component in its document.
+"""
 
 from __future__ import annotations
 
-import json
+from dataclasses import dataclass
+from typing import Any, Sequence
 
-from engines.components.types import ComponentResult, Span, Turn
-from store.components import ComponentPrediction, ComponentRepository, ComponentTurn
+from engines.components.prompts import ROLE_NAMES
+from engines.components.types import LABELS, ComponentResult, Span, Turn
+from engines.datasets.ukp_essays import Essay
+from engines.judging.store import JudgmentStore
+from engines.judging.verdict import JudgeId, Verdict
+from store.components import (
+    ESSAYS_SOURCE,
+    JUDGMENT_TASK,
+    TEXT_KEY_PREFIX,
+    TYPED_SOURCE,
+    ComponentDocument,
+    ComponentRepository,
+    text_digest,
+)
+from store.db import Database
 
-
-def save_result(
-    repository: ComponentRepository,
-    run: str,
-    document_id: int,
-    component: str,
-    result: ComponentResult,
-    *,
-    judge: str,
-    model: str,
-    gold: str | None = None,
-) -> ComponentPrediction:
-    prediction = ComponentPrediction(
-        run=run,
-        document_id=document_id,
-        component=component,
-        start=result.span.start,
-        end=result.span.end,
-        gold=gold,
-        method=result.method,
-        judge=judge,
-        model=model,
-        label=result.label,
-        raw=result.raw,
-        distribution_json=json.dumps(result.distribution),
-        distribution_source=result.distribution_source,
-        judge_distribution_json=json.dumps(result.judge_distribution),
-        proponent_label=result.proponent_label,
-        opponent_label=result.opponent_label,
-        skipped=result.skipped,
-        reason=result.reason,
-        calls=result.calls,
-        cached_calls=result.cached_calls,
-        seconds=result.seconds,
-        prompt_tokens=result.prompt_tokens,
-        completion_tokens=result.completion_tokens,
-    )
-    turns = [ComponentTurn(prediction_id=0, position=0, role=t.role, label=t.label, text=t.text) for t in result.transcript]
-    return repository.save(prediction, turns)
-
-
-def load_result(repository: ComponentRepository, prediction: ComponentPrediction, text: str) -> ComponentResult:
-    """A stored prediction as the engine's result, transcript included (`text`: its document's text)."""
-    return ComponentResult(
-        span=Span(prediction.start, prediction.end, text[prediction.start : prediction.end]),
-        method=prediction.method,
-        label=prediction.label,
-        distribution=prediction.distribution,
-        distribution_source=prediction.distribution_source,
-        transcript=tuple(Turn(t.role, t.text, t.label) for t in repository.turns(prediction.id)),
-        reason=prediction.reason,
-        raw=prediction.raw,
-        proponent_label=prediction.proponent_label,
-        opponent_label=prediction.opponent_label,
-        judge_distribution=prediction.judge_distribution,
-        skipped=prediction.skipped,
-        calls=prediction.calls,
-        cached_calls=prediction.cached_calls,
-        seconds=prediction.seconds,
-        prompt_tokens=prediction.prompt_tokens,
-        completion_tokens=prediction.completion_tokens,
-    )
-
-
-TYPED_SOURCE = "typed"
+INVALID_REASON = f"the output was not one of {', '.join(LABELS)}"
 NAME_WORDS = 6
 
 
-def live_run(method: str, judge: str) -> str:
-    """The run that labels of typed text are stored under."""
-    return f"live:{method}:{judge}"
+def essay_key(essay_id: str, component_id: str) -> str:
+    return f"{essay_id}/{component_id}"
 
 
-def typed_component_id(index: int) -> str:
-    return f"S{index + 1}"
+def text_key(text: str, span: Span) -> str:
+    return f"{TEXT_KEY_PREFIX}{text_digest(text)}/{span.start}-{span.end}"
+
+
+def document_part(key: str) -> str:
+    """The part of an item key that names its text."""
+    return key.rpartition("/")[0]
+
+
+def document_key(document: ComponentDocument) -> str:
+    """What item keys on this stored text start with."""
+    return f"{TEXT_KEY_PREFIX}{document.digest}" if document.source == TYPED_SOURCE else document.name
+
+
+def judge_variant(method: str, seed: int) -> str:
+    """The method as part of the judge's name: mad's seed changes its debates, so a seed other than 0 is named."""
+    return f"{method}/seed{seed}" if method == "mad" and seed else method
+
+
+def method_of(variant: str) -> str:
+    return variant.partition("/")[0]
+
+
+def answer_detail(result: ComponentResult) -> str:
+    """How the label was reached, for people: the Manager, the debate and the Judge; or the reasoning."""
+    if result.skipped or result.method != "mad":
+        return result.reason
+    debate = " · ".join(
+        f"{ROLE_NAMES[turn.role]} ({turn.label}): {turn.text[:120]}"
+        for turn in result.transcript
+        if turn.role != "judge"
+    )
+    manager = " · ".join(f"{label} {p:.2f}" for label, p in result.distribution.items())
+    return f"Manager: {manager}\n{debate}\nJudge: {result.reason}"
+
+
+def verdict_of(result: ComponentResult) -> Verdict:
+    data: dict[str, Any] = {
+        "transcript": [{"role": turn.role, "text": turn.text, "label": turn.label} for turn in result.transcript],
+        "reason": result.reason,
+        "proponent_label": result.proponent_label,
+        "opponent_label": result.opponent_label,
+        "judge_distribution": result.judge_distribution,
+        "distribution_source": result.distribution_source,
+        "skipped": result.skipped,
+        "span": {"start": result.span.start, "end": result.span.end, "text": result.span.text},
+    }
+    return Verdict(
+        label=result.label,
+        data=data,
+        distribution=result.distribution,
+        raw=result.raw,
+        invalid_reason=None if result.valid else INVALID_REASON,
+        detail=answer_detail(result),
+        usage=result.usage,
+        seconds=result.seconds,
+    )
+
+
+def result_of(verdict: Verdict, method: str) -> ComponentResult:
+    """The inverse of `verdict_of` (`method`: the judge's, see `method_of`)."""
+    data = verdict.data or {}
+    span = data["span"]
+    return ComponentResult(
+        span=Span(span["start"], span["end"], span["text"]),
+        method=method,
+        label=verdict.label,
+        distribution=dict(verdict.distribution),
+        distribution_source=data.get("distribution_source", ""),
+        transcript=tuple(Turn(t["role"], t["text"], t.get("label")) for t in data.get("transcript", ())),
+        reason=data.get("reason", ""),
+        raw=verdict.raw,
+        proponent_label=data.get("proponent_label"),
+        opponent_label=data.get("opponent_label"),
+        judge_distribution=data.get("judge_distribution") or {},
+        skipped=bool(data.get("skipped")),
+        usage=verdict.usage,
+        seconds=verdict.seconds,
+    )
 
 
 def typed_document_name(text: str) -> str:
@@ -89,14 +125,66 @@ def typed_document_name(text: str) -> str:
     return " ".join(words[:NAME_WORDS]) + (" …" if len(words) > NAME_WORDS else "")
 
 
-def save_labelled_text(
-    repository: ComponentRepository, text: str, results: list[ComponentResult], *, judge: str, model: str
-) -> int:
-    """Store the labels of a typed text (one run per method and judge); returns the document id."""
-    document = repository.document(TYPED_SOURCE, typed_document_name(text), text)
-    for index, result in enumerate(results):
-        save_result(
-            repository, live_run(result.method, judge), document.id, typed_component_id(index), result,
-            judge=judge, model=model,
-        )
-    return document.id
+def store_essays(db: Database, essays: Sequence[Essay]) -> None:
+    """Keep the essays' texts, so their stored components can be shown in the Components view."""
+    repository = ComponentRepository(db)
+    for essay in essays:
+        repository.document(ESSAYS_SOURCE, essay.id, essay.text)
+
+
+def save_labelled_text(db: Database, text: str, results: Sequence[ComponentResult], judge: JudgeId) -> None:
+    """Store a free text and its labelled components (again: the judge's earlier labels are replaced)."""
+    ComponentRepository(db).document(TYPED_SOURCE, typed_document_name(text), text)
+    JudgmentStore(db, JUDGMENT_TASK).save(judge, [(text_key(text, r.span), verdict_of(r), None) for r in results])
+
+
+@dataclass(frozen=True)
+class LabelledDocument:
+    """A stored text with one judge's components on it (what the Components view lists)."""
+
+    name: str
+    source: str
+    text: str
+    judge: JudgeId
+    items: tuple[str, ...]  # the judge's item keys on this text
+
+
+@dataclass(frozen=True)
+class StoredComponent:
+    result: ComponentResult
+    gold: str | None
+
+
+def labelled_documents(db: Database) -> list[LabelledDocument]:
+    """Every (text, judge) pair with stored components, newest text first."""
+    store = JudgmentStore(db, JUDGMENT_TASK)
+    by_judge: dict[JudgeId, dict[str, list[str]]] = {}
+    for stored in store.judges():
+        parts: dict[str, list[str]] = {}
+        for key in store.judged(stored.judge):
+            parts.setdefault(document_part(key), []).append(key)
+        by_judge[stored.judge] = parts
+    entries, seen = [], set()
+    for document in ComponentRepository(db).documents():
+        part = document_key(document)
+        if part in seen:  # an older copy of the same essay
+            continue
+        seen.add(part)
+        for judge in sorted(by_judge, key=lambda judge: judge.name):
+            keys = by_judge[judge].get(part)
+            if keys:
+                entries.append(
+                    LabelledDocument(document.name, document.source, document.text, judge, tuple(sorted(keys)))
+                )
+    return entries
+
+
+def document_components(db: Database, entry: LabelledDocument) -> list[StoredComponent]:
+    """The entry's components in text order, with their gold labels when known."""
+    store = JudgmentStore(db, JUDGMENT_TASK)
+    verdicts = store.load(entry.judge, entry.items)
+    wanted = set(entry.items)
+    gold = {item: reference for item, reference, _ in store.labelled(entry.judge) if item in wanted}
+    method = method_of(entry.judge.variant)
+    components = [StoredComponent(result_of(verdict, method), gold.get(key)) for key, verdict in verdicts.items()]
+    return sorted(components, key=lambda component: component.result.span.start)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from engines.llm.types import Usage
+
 LABELS: tuple[str, ...] = ("MajorClaim", "Claim", "Premise")
 METHODS: tuple[str, ...] = ("vanilla", "cot", "mad")
 
@@ -33,7 +35,8 @@ class ComponentResult:
     `label` is None when the deciding output was not a label (`raw` keeps it).
     `distribution` is the manager's (mad) or the single classifier's (vanilla,
     cot); `judge_distribution` is the judge's over its constrained verdict.
-    `calls` counts LLM calls, `cached_calls` those the response cache answered.
+    `usage` sums every answer it took (`usage.cached_calls`: those the response
+    cache gave).
     """
 
     span: Span
@@ -48,11 +51,8 @@ class ComponentResult:
     opponent_label: str | None = None
     judge_distribution: dict[str, float] = field(default_factory=dict)
     skipped: bool = False
-    calls: int = 0
-    cached_calls: int = 0
+    usage: Usage = field(default_factory=Usage)
     seconds: float = 0.0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
 
     @property
     def valid(self) -> bool:

@@ -9,7 +9,7 @@ import dataclasses
 import math
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Mapping, Protocol, Sequence
 
 import numpy as np
 
@@ -17,7 +17,7 @@ from engines.critiques.baseline import RANDOM_JUDGE, RandomBaseline, Spread, ran
 from engines.critiques.losses import Values, custom_weighted_loss, pairwise_ranking_error
 from engines.errors import ArgtuiError
 from engines.metrics.bootstrap import bootstrap_ci
-from store.critiques import DIMENSIONS, HUMAN, RatingView
+from store.critiques import DIMENSIONS, HUMAN
 
 MEAN_OF_OTHERS = "mean of the others"
 
@@ -129,7 +129,22 @@ def random_comparison(
     )
 
 
-def values_by_rater(ratings: Sequence[RatingView]) -> tuple[dict[str, dict[str, Values]], dict[str, set[str]], dict[str, str]]:
+class Rated(Protocol):
+    """One rater's rating of one critique: a stored rating, or an LLM judge's verdict."""
+
+    @property
+    def rater(self) -> str: ...
+    @property
+    def rater_kind(self) -> str: ...
+    @property
+    def critique_uid(self) -> str: ...
+    @property
+    def values(self) -> Values: ...
+    @property
+    def valid(self) -> bool: ...
+
+
+def values_by_rater(ratings: Sequence[Rated]) -> tuple[dict[str, dict[str, Values]], dict[str, set[str]], dict[str, str]]:
     """(valid values by rater and critique, critiques with an invalid rating by rater, kind by rater)."""
     valid: dict[str, dict[str, Values]] = defaultdict(dict)
     invalid: dict[str, set[str]] = defaultdict(set)
@@ -158,7 +173,7 @@ def mean_of(raters: Sequence[Mapping[str, Values]]) -> dict[str, dict[str, float
 
 
 def agreement_report(
-    ratings: Sequence[RatingView],
+    ratings: Sequence[Rated],
     position_of: Mapping[str, str],
     total: int,
     reference: str,

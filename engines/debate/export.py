@@ -3,32 +3,33 @@ subtask-2 evaluators read) and a full JSON record of everything argtui stored.""
 
 from __future__ import annotations
 
-from store.debates import Debate, DebateRepository, DebateTurn
+from engines.debate.records import DebateRecords, EvidenceRow, StoredTurn
+from store.debates import Debate, DebateRepository
 
 SYSTEM_CLASS = "argtui-sinai"
 
 
-def rad_argument(row: dict) -> dict:
+def rad_argument(row: EvidenceRow) -> dict:
     """An evidence row in the RAD argument shape."""
     argument = {
-        "id": row["id"],
-        "topic": row.get("topic", ""),
-        "tags": list(row.get("tags") or []),
-        "attacks": row.get("attacks"),
-        "supports": row.get("supports"),
-        "text": row["text"],
+        "id": row.id,
+        "topic": row.topic,
+        "tags": list(row.tags),
+        "attacks": row.attacks,
+        "supports": row.supports,
+        "text": row.text,
         "references": [],
     }
-    if row.get("relation"):
-        argument["original"] = row["relation"]
-    argument["score"] = row.get("score", 0.0)
+    if row.relation:
+        argument["original"] = row.relation
+    argument["score"] = row.score
     return argument
 
 
-def exchanges(turns: list[DebateTurn]) -> list[tuple[DebateTurn, DebateTurn]]:
+def exchanges(turns: list[StoredTurn]) -> list[tuple[StoredTurn, StoredTurn]]:
     """(user message, the bot reply that answered it); failed bot turns are left out."""
     pairs = []
-    pending: DebateTurn | None = None
+    pending: StoredTurn | None = None
     for turn in turns:
         if turn.role == "user":
             pending = turn
@@ -38,7 +39,7 @@ def exchanges(turns: list[DebateTurn]) -> list[tuple[DebateTurn, DebateTurn]]:
     return pairs
 
 
-def rad_run(debate: Debate, turns: list[DebateTurn], model: str = "") -> dict:
+def rad_run(debate: Debate, turns: list[StoredTurn], model: str = "") -> dict:
     """One GenIRSim run record (`{"simulation": {...}}`) for the debate."""
     user_turns = []
     total_ms = 0.0
@@ -51,7 +52,7 @@ def rad_run(debate: Debate, turns: list[DebateTurn], model: str = "") -> dict:
                 "utterance": bot.content,
                 "response": {
                     "content": bot.content,
-                    "arguments": [rad_argument(row) for row in bot.evidence if row.get("used")],
+                    "arguments": [rad_argument(row) for row in bot.used_arguments],
                 },
                 "milliseconds": milliseconds,
             },
@@ -72,8 +73,6 @@ def rad_run(debate: Debate, turns: list[DebateTurn], model: str = "") -> dict:
 
 def full_record(repository: DebateRepository, debate: Debate) -> dict:
     """Everything stored about a debate: turns, step outputs, evidence, judgments, labels."""
-    turns = repository.turns(debate.id)
-    analyses = repository.analyses([t.id for t in turns])
     return {
         "id": debate.id,
         "claim": debate.claim,
@@ -88,13 +87,13 @@ def full_record(repository: DebateRepository, debate: Debate) -> dict:
                 "error": turn.error,
                 "length_action": turn.length_action,
                 "seconds": turn.seconds,
-                "steps": turn.steps,
-                "evidence": turn.evidence,
+                "steps": turn.steps.model_dump(mode="json", exclude_none=True) if turn.steps else {},
+                "evidence": [row.model_dump(mode="json") for row in turn.evidence],
                 "analyses": [
-                    {"kind": a.kind, "method": a.method, "judge": a.judge, "result": a.result}
-                    for a in analyses if a.turn_id == turn.id
+                    {"kind": a.kind, "method": a.method, "judge": a.judge, "result": a.result.model_dump(mode="json")}
+                    for a in turn.analyses
                 ],
             }
-            for turn in turns
+            for turn in DebateRecords(repository).turns(debate.id)
         ],
     }

@@ -15,12 +15,13 @@ import asyncio
 import json
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import AsyncIterator, Literal, Sequence, TypeVar
 
 from pydantic import BaseModel
 
 from engines.debate import prompts
+from engines.debate.records import EvidenceRow, GraphRecord, ReplyStep, RetrievalStep, TurnSteps
 from engines.debate.schemas import (
     FinalSelection,
     QuerySelection,
@@ -75,7 +76,8 @@ class StepStarted:
 @dataclass(frozen=True)
 class StepFinished:
     step: str
-    output: dict
+    steps: TurnSteps  # every step finished so far
+    evidence: tuple[EvidenceRow, ...]  # from retrieval on, with what the steps so far made of it
     seconds: float
     attempts: int = 1
 
@@ -112,7 +114,7 @@ class BotTurn:
     strategy: StrategyAnalysis
     queries: list[SearchQuery]
     evidence: list[EvidenceItem]
-    steps: dict[str, dict] = field(default_factory=dict)
+    steps: TurnSteps
     seconds: float = 0.0
     requests: int = 0
 
@@ -198,6 +200,16 @@ def render_retrieved(graph: ArgumentGraph) -> str:
     )
 
 
+def _finished(
+    step: str, steps: TurnSteps, evidence: list[EvidenceItem], started: float, attempts: int = 1
+) -> StepFinished:
+    # A copy: the screen keeps the event's steps while the pipeline goes on filling its own.
+    return StepFinished(
+        step, steps.model_copy(), tuple(EvidenceRow.of(item) for item in evidence),
+        time.perf_counter() - started, attempts,
+    )
+
+
 def _evidence_from(graph: ArgumentGraph, query: int) -> list[EvidenceItem]:
     items = []
     for node in graph.nodes:
@@ -250,7 +262,8 @@ class DebatePipeline:
         started = time.perf_counter()
         requests_before = self.client.accounting.requests
         dialogue = render_dialogue(setup, history)
-        steps: dict[str, dict] = {}
+        steps = TurnSteps()
+        evidence: list[EvidenceItem] = []
         step = "strategy"
         try:
             # 1 strategy
@@ -259,8 +272,8 @@ class DebatePipeline:
             strategy, attempts = await self._step(
                 step, prompts.STRATEGY_ANALYSIS.format(debate_dialogue=dialogue), StrategyAnalysis, 700
             )
-            steps[step] = strategy.model_dump()
-            yield StepFinished(step, steps[step], time.perf_counter() - t, attempts)
+            steps.strategy = strategy
+            yield _finished(step, steps, evidence, t, attempts)
 
             # 2 queries
             step = "queries"
@@ -278,8 +291,8 @@ class DebatePipeline:
                 600,
             )
             queries = plan.queries()
-            steps[step] = plan.model_dump(exclude_none=True)
-            yield StepFinished(step, steps[step], time.perf_counter() - t, attempts)
+            steps.queries = plan
+            yield _finished(step, steps, evidence, t, attempts)
 
             # 2.5 retrieval, all queries at once
             step = "retrieval"
@@ -291,8 +304,8 @@ class DebatePipeline:
             evidence = [item for i, graph in enumerate(graphs, 1) for item in _evidence_from(graph, i)]
             if not evidence:
                 raise StepError(step, "the argument base returned nothing for any query", "")
-            steps[step] = {"graphs": [graph.as_dict() for graph in graphs]}
-            yield StepFinished(step, steps[step], time.perf_counter() - t)
+            steps.retrieval = RetrievalStep(graphs=[GraphRecord.of(graph) for graph in graphs])
+            yield _finished(step, steps, evidence, t)
 
             # 3 per-query selection, queries concurrently
             step = "selection"
@@ -308,10 +321,8 @@ class DebatePipeline:
                 for item in evidence:
                     if item.query == query_number and item.argument.text in chosen:
                         item.selected = True
-            steps[step] = {
-                f"SEARCH_{graphs.index(g) + 1}": s.model_dump() for (_, g), (s, _) in zip(searched, selections)
-            }
-            yield StepFinished(step, steps[step], time.perf_counter() - t, max(a for _, a in selections))
+            steps.selection = {f"SEARCH_{graphs.index(g) + 1}": s for (_, g), (s, _) in zip(searched, selections)}
+            yield _finished(step, steps, evidence, t, max(a for _, a in selections))
 
             # 4 final selection
             step = "final"
@@ -321,8 +332,8 @@ class DebatePipeline:
             final_texts = {text for _, text, _ in final.selected()}
             for item in evidence:
                 item.final = item.argument.text in final_texts
-            steps[step] = final.model_dump(exclude_none=True)
-            yield StepFinished(step, steps[step], time.perf_counter() - t, attempts)
+            steps.final = final
+            yield _finished(step, steps, evidence, t, attempts)
 
             # 5 reply, streamed
             step = "reply"
@@ -355,8 +366,8 @@ class DebatePipeline:
             used = set(reply.arguments)
             for item in evidence:
                 item.used = item.argument.text in used
-            steps[step] = {**reply.model_dump(), "length_action": length_action}
-            yield StepFinished(step, steps[step], time.perf_counter() - t, attempts)
+            steps.reply = ReplyStep(**reply.model_dump(), length_action=length_action)
+            yield _finished(step, steps, evidence, t, attempts)
         except StepError as failure:
             yield TurnFailed(failure.step, failure.error, failure.raw)
             return

@@ -1,5 +1,7 @@
 """A debate with its history in the store: one student message, one bot turn, and the
 judgments around them (Grice maxims of the reply, components of the message).
+All of it is stored as the turn's records (`engines.debate.records`); of the Grice
+store only the Analyzer stage-1 reason cache is shared.
 
 The screen calls the three steps in separate workers so judging never blocks
 typing; the scripted runner awaits `exchange`, which does the same work.
@@ -9,11 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Callable
 
 from engines.components.classifier import label_components
-from engines.components.types import ComponentResult
 from engines.debate.pipeline import (
     BotTurn,
     DebatePipeline,
@@ -23,13 +24,13 @@ from engines.debate.pipeline import (
     TurnCompleted,
     TurnFailed,
 )
+from engines.debate.records import ComponentRecord, DebateRecords, GriceRecord, MetricRecord, StoredTurn
 from engines.grice.judge import judge_turn
-from engines.grice.reasons import ReasonCache
-from engines.grice.types import GriceContext, GriceJudgment, MetricJudgment
+from engines.grice.reasons import ReasonCache, ReasonStore
+from engines.grice.types import GriceContext
 from engines.llm.client import LLMClient
 from engines.retrieval.types import Retriever
-from store.debates import Debate, DebateRepository, DebateTurn
-from store.grice import GriceRepository
+from store.debates import Debate, DebateRepository
 
 DEFAULT_GRICE_STRATEGY = "BEST"
 DEFAULT_COMPONENT_METHOD = "mad"
@@ -37,28 +38,12 @@ DEFAULT_COMPONENT_METHOD = "mad"
 
 @dataclass
 class ExchangeResult:
-    user_turn: DebateTurn
-    bot_turn: DebateTurn
+    user_turn: StoredTurn
+    bot_turn: StoredTurn
     bot: BotTurn | None
     failure: TurnFailed | None
-    judgment: GriceJudgment | None
-    components: list[ComponentResult]
-
-
-def evidence_rows(turn: BotTurn) -> list[dict]:
-    return [
-        {
-            **item.argument.as_dict(),
-            "strategy": item.strategy,
-            "query": item.query,
-            "relation_found": item.relation,
-            "score": item.score,
-            "selected": item.selected,
-            "final": item.final,
-            "used": item.used,
-        }
-        for item in turn.evidence
-    ]
+    judgment: GriceRecord | None
+    components: list[ComponentRecord]
 
 
 class DebateSession:
@@ -69,16 +54,17 @@ class DebateSession:
         client: LLMClient,
         retriever: Retriever,
         *,
-        grice_repository: GriceRepository | None = None,
+        reason_store: ReasonStore | None = None,
         grice_strategy: str = DEFAULT_GRICE_STRATEGY,
         component_method: str = DEFAULT_COMPONENT_METHOD,
         seed: int = 0,
     ):
         self.repository = repository
+        self.records = DebateRecords(repository)
         self.debate = debate
         self.client = client
         self.pipeline = DebatePipeline(client, retriever, seed=seed)
-        self.reasons = ReasonCache(grice_repository)
+        self.reasons = ReasonCache(reason_store)
         self.grice_strategy = grice_strategy
         self.component_method = component_method
         self.seed = seed
@@ -95,13 +81,15 @@ class DebateSession:
             if turn.error is None
         ]
 
-    def add_user_message(self, text: str) -> DebateTurn:
+    def add_user_message(self, text: str) -> StoredTurn:
         text = text.strip()
         if not text:
             raise ValueError("an empty message")
-        return self.repository.add_turn(self.debate.id, "user", text)
+        return self.records.add_message(self.debate.id, text)
 
-    async def bot_turn(self, on_event: Callable[[PipelineEvent], None] = lambda event: None) -> tuple[DebateTurn, BotTurn | None, TurnFailed | None]:
+    async def bot_turn(
+        self, on_event: Callable[[PipelineEvent], None] = lambda event: None
+    ) -> tuple[StoredTurn, BotTurn | None, TurnFailed | None]:
         """Run the pipeline on the history, store the outcome (reply or error) as a turn."""
         started = time.perf_counter()
         outcome: BotTurn | None = None
@@ -113,52 +101,43 @@ class DebateSession:
             elif isinstance(event, TurnFailed):
                 failure = event
         if outcome is not None:
-            stored = self.repository.add_turn(
-                self.debate.id, "assistant", outcome.reply,
-                steps=outcome.steps, evidence=evidence_rows(outcome),
-                length_action=outcome.length_action, seconds=outcome.seconds,
-            )
+            stored = self.records.add_reply(self.debate.id, outcome)
         else:
             assert failure is not None
-            stored = self.repository.add_turn(
-                self.debate.id, "assistant", "",
-                error=f"step {failure.step}: {failure.error}",
-                steps={"failed_step": failure.step, "raw": failure.raw},
-                seconds=time.perf_counter() - started,
-            )
+            stored = self.records.add_failure(self.debate.id, failure, time.perf_counter() - started)
         return stored, outcome, failure
 
     async def judge_reply(
-        self, turn: DebateTurn, on_metric: Callable[[MetricJudgment], None] | None = None
-    ) -> GriceJudgment:
+        self, turn: StoredTurn, on_metric: Callable[[MetricRecord], None] | None = None
+    ) -> GriceRecord:
         """Grice judgments of a stored bot reply, stored with it."""
         turns = self.repository.turns(self.debate.id)
         dialogue = [(t.role, t.content) for t in turns if t.position < turn.position and t.error is None]
         context = GriceContext(
             dialogue=dialogue,
             reply=turn.content,
-            arguments=[row["text"] for row in turn.evidence if row.get("used")],
+            arguments=[row.text for row in turn.used_arguments],
         )
         judgment = await judge_turn(
-            self.client, context, self.grice_strategy, on_metric=on_metric, reasons=self.reasons
+            self.client, context, self.grice_strategy, reasons=self.reasons,
+            on_metric=(lambda metric: on_metric(MetricRecord.of(metric))) if on_metric else None,
         )
-        self.repository.add_analysis(
-            turn.id, "grice", self.grice_strategy, asdict(judgment), judge=self.client.profile.name
-        )
-        return judgment
+        record = GriceRecord.of(judgment)
+        self.records.add_grice(turn.id, record, judge=self.client.profile.name)
+        return record
 
     async def label_message(
-        self, turn: DebateTurn, on_component: Callable[[int, ComponentResult], None] | None = None
-    ) -> list[ComponentResult]:
+        self, turn: StoredTurn, on_component: Callable[[int, ComponentRecord], None] | None = None
+    ) -> list[ComponentRecord]:
         """Argument components of a stored student message, stored with it."""
         results = await label_components(
-            self.client, turn.content, method=self.component_method, seed=self.seed, on_component=on_component
+            self.client, turn.content, method=self.component_method, seed=self.seed,
+            on_component=(lambda index, result: on_component(index, ComponentRecord.of(result)))
+            if on_component else None,
         )
-        self.repository.add_analysis(
-            turn.id, "components", self.component_method,
-            {"components": [asdict(result) for result in results]}, judge=self.client.profile.name,
-        )
-        return results
+        records = [ComponentRecord.of(result) for result in results]
+        self.records.add_components(turn.id, self.component_method, records, judge=self.client.profile.name)
+        return records
 
     async def exchange(
         self, text: str, on_event: Callable[[PipelineEvent], None] = lambda event: None

@@ -1,12 +1,12 @@
 """Grice-maxim judges for debate replies (Touché RAD Sub-Task 2, seed 001).
 
-Live use (the debate pipeline, the Arena):
+Live use (the debate pipeline):
 
     judgment = await judge_turn(client, GriceContext(dialogue, reply, arguments), "BEST",
                                 on_metric=show)
 
-Batch use: `argtui eval grice` (argtui/commands/eval_grice.py) with the
-readers of `engines.datasets.rad` and the shapes of `engines.grice.evaluation`.
+The task of `argtui eval grice` and the Arena is `engines/tasks/grice.py`, with
+the readers of `engines.datasets.rad` and the shapes of `engines.grice.evaluation`.
 """
 
 from engines.grice.judge import (

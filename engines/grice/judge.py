@@ -19,7 +19,7 @@ import asyncio
 import re
 import time
 from dataclasses import dataclass
-from typing import Callable, Literal
+from typing import Callable, Literal, Sequence
 
 from engines.errors import ArgtuiError
 from engines.grice.pool import ExamplePool, builtin_pool
@@ -35,6 +35,7 @@ from engines.grice.reasons import AnalyzerReasons, ReasonCache
 from engines.grice.types import YES_THRESHOLD, GriceContext, GriceJudgment, MetricJudgment
 from engines.llm.client import LLMClient
 from engines.llm.profile import Sampling
+from engines.llm.types import Usage
 
 # Both spellings are allowed answers: a chat model starts its reply with "Yes"/"No", and the
 # server's top logprobs (taken before the constraint) often lack the lower-case forms, so
@@ -137,20 +138,17 @@ async def judge_metric(
     """One Grice question on one turn."""
     started = time.perf_counter()
     pool = pool or builtin_pool()
-    calls = prompt_tokens = completion_tokens = 0
+    usage = Usage()
 
     def finished(**values) -> MetricJudgment:
         return MetricJudgment(
-            metric=metric, method=method.name, calls=calls, seconds=time.perf_counter() - started,
-            prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, **values,
+            metric=metric, method=method.name, seconds=time.perf_counter() - started, usage=usage, **values,
         )
 
     analyzer_reasons = None
     if method.kind == "Analyzer":
         stage1 = await (reasons or DEFAULT_REASONS).reasons(client, metric, method.k, pool)
-        calls += stage1.calls
-        prompt_tokens += stage1.prompt_tokens
-        completion_tokens += stage1.completion_tokens
+        usage += stage1.usage
         if stage1.reasons is None:
             return finished(answer=None, p_yes=None, rationale="", raw=stage1.raw, error=stage1.error)
         analyzer_reasons = stage1.reasons
@@ -158,9 +156,7 @@ async def judge_metric(
 
     sampling = Sampling(temperature=0.0 if votes == 1 else VOTE_TEMPERATURE)
     choice = await client.choose(messages, CHOICE_LABELS, sampling, votes=votes)
-    calls += 1
-    prompt_tokens += choice.usage.prompt_tokens
-    completion_tokens += choice.usage.completion_tokens
+    usage += choice.usage
     if not choice.valid:
         return finished(
             answer=None, p_yes=None, rationale="", raw=choice.raw, source=choice.source,
@@ -175,9 +171,7 @@ async def judge_metric(
             rationale_messages(messages, answer.capitalize()),
             Sampling(temperature=0.0, max_tokens=RATIONALE_MAX_TOKENS),
         )
-        calls += 1
-        prompt_tokens += completion.usage.prompt_tokens
-        completion_tokens += completion.usage.completion_tokens
+        usage += completion.usage
         explanation = " ".join(completion.text.split())
     return finished(
         answer=answer, p_yes=p_yes, rationale=explanation,
@@ -195,8 +189,10 @@ async def judge_turn(
     reasons: ReasonCache | None = None,
     votes: int = 1,
     rationale: bool = True,
+    metrics: Sequence[str] = METRICS,
 ) -> GriceJudgment:
-    """All four Grice questions on one bot turn; `on_metric` is called as each metric finishes."""
+    """The Grice questions (all four unless `metrics` says which) on one bot turn;
+    `on_metric` is called as each metric finishes."""
     started = time.perf_counter()
     methods = methods_for(strategy)
 
@@ -209,7 +205,7 @@ async def judge_turn(
             on_metric(judgment)
         return judgment
 
-    judgments = await asyncio.gather(*(one(metric) for metric in METRICS))
+    judgments = await asyncio.gather(*(one(metric) for metric in metrics))
     return GriceJudgment(
         strategy=strategy,
         metrics={j.metric: j for j in judgments},

@@ -19,7 +19,7 @@ from engines.grice.pool import ExamplePool
 from engines.grice.prompts import analyzer_stage1_messages
 from engines.llm.client import LLMClient
 from engines.llm.profile import Sampling
-from engines.llm.types import Structured
+from engines.llm.types import Structured, Usage
 
 STAGE1_MAX_TOKENS = 400
 REASON_MAX_CHARS = 500
@@ -50,9 +50,7 @@ class ReasonsResult:
     reasons: AnalyzerReasons | None  # None when stage 1 stayed invalid
     raw: str
     error: str | None
-    calls: int  # stage-1 calls this request made (0 when the reasons were cached)
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
+    usage: Usage = Usage()  # of the stage-1 calls this request made (none when the reasons were cached)
 
 
 ReasonKey = tuple[str, int, str, str]  # metric, k, judge model, pool digest
@@ -66,20 +64,20 @@ class ReasonCache:
         # so a run does not repeat a failing stage 1 for every turn.
         self._failed: dict[ReasonKey, ReasonsResult] = {}
         self._pending: dict[ReasonKey, asyncio.Task[ReasonsResult]] = {}
-        self.stage1_calls = 0  # over the cache's lifetime, for reports
+        self.stage1_calls = 0  # over the cache's lifetime
 
     async def reasons(self, client: LLMClient, metric: str, k: int, pool: ExamplePool) -> ReasonsResult:
         key: ReasonKey = (metric, k, await client.model(), pool.digest)
         cached = self._lookup(key)
         if cached is not None:
-            return ReasonsResult(cached, "", None, 0)
+            return ReasonsResult(cached, "", None)
         if key in self._failed:
             failed = self._failed[key]
-            return ReasonsResult(None, failed.raw, failed.error, 0)
+            return ReasonsResult(None, failed.raw, failed.error)
         task = self._pending.get(key)
         if task is not None:
             shared = await asyncio.shield(task)
-            return ReasonsResult(shared.reasons, shared.raw, shared.error, 0)
+            return ReasonsResult(shared.reasons, shared.raw, shared.error)
         task = asyncio.ensure_future(self._derive(client, key, pool))
         self._pending[key] = task
         task.add_done_callback(lambda _: self._pending.pop(key, None))
@@ -105,17 +103,12 @@ class ReasonCache:
             self.stage1_calls += 1
             if result.valid:
                 break
-        calls = len(attempts)
-        prompt_tokens = sum(a.usage.prompt_tokens for a in attempts)
-        completion_tokens = sum(a.usage.completion_tokens for a in attempts)
+        usage = sum((a.usage for a in attempts), Usage())
         if result.valid:
             self._memory[key] = result.value
             if self.store:
                 self.store.put_reasons(*key, result.value.yes, result.value.no, result.raw)
-            return ReasonsResult(result.value, result.raw, None, calls, prompt_tokens, completion_tokens)
-        failed = ReasonsResult(
-            None, result.raw, f"Analyzer stage 1 gave no valid reasons: {result.error}",
-            calls, prompt_tokens, completion_tokens,
-        )
+            return ReasonsResult(result.value, result.raw, None, usage)
+        failed = ReasonsResult(None, result.raw, f"Analyzer stage 1 gave no valid reasons: {result.error}", usage)
         self._failed[key] = failed
         return failed

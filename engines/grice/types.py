@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, Sequence
+
+from engines.llm.types import Usage
 
 Answer = Literal["yes", "no"]
 YES_THRESHOLD = 0.5  # as the official evaluator: a score (P(yes)) of 0.5 or more is a yes
@@ -37,14 +39,25 @@ class MetricJudgment:
     raw: str
     source: str = ""  # where P(yes) comes from: logprobs, votes or text (a point mass)
     error: str | None = None
-    calls: int = 0  # LLM calls awaited for this judgment (Analyzer stage 1 counted once, where it ran)
     seconds: float = 0.0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
+    usage: Usage = field(default_factory=Usage)  # Analyzer stage 1 counted once, where it ran
 
     @property
     def valid(self) -> bool:
         return self.answer is not None
+
+    @property
+    def calls(self) -> int:
+        """LLM answers this judgment cost (cached ones included)."""
+        return self.usage.calls
+
+    def to_data(self) -> dict[str, Any]:
+        """Plain JSON values, as a stored verdict keeps them."""
+        return asdict(self)
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> "MetricJudgment":
+        return cls(**{**data, "usage": Usage(**data.get("usage", {}))})
 
 
 @dataclass(frozen=True)
@@ -54,8 +67,12 @@ class GriceJudgment:
     seconds: float = 0.0  # wall time of the turn (metrics run concurrently)
 
     @property
+    def usage(self) -> Usage:
+        return sum((m.usage for m in self.metrics.values()), Usage())
+
+    @property
     def calls(self) -> int:
-        return sum(m.calls for m in self.metrics.values())
+        return self.usage.calls
 
     @property
     def valid(self) -> bool:

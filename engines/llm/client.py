@@ -1,9 +1,10 @@
 """One async OpenAI-compatible client for every backend (vLLM, llama-server, others).
 
 What it owns (SPEC §3): bounded concurrency, connection reuse, timeouts,
-retries with backoff, the capability adapter for constrained choice, label
-distributions from logprobs, token/latency accounting, and the persistent
-response cache keyed by (model, messages, params, sample index).
+retries with backoff, the backend's adapter (`engines/llm/adapters.py`, found by
+the profile's kind or by asking the server once), label distributions from
+logprobs, token/latency accounting, and the persistent response cache keyed by
+(model, messages, params, sample index).
 """
 
 from __future__ import annotations
@@ -13,16 +14,19 @@ import hashlib
 import itertools
 import json
 import math
-import random
 import time
 from collections import Counter
-from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator, Protocol, Sequence, TypeVar
+from contextlib import aclosing, asynccontextmanager
+from typing import Any, AsyncIterator, NoReturn, Protocol, Sequence, TypeVar
 
 import httpx
+from httpx_sse import SSEError, aconnect_sse
 from pydantic import BaseModel, ValidationError
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
+from tenacity.wait import wait_random_exponential
 
-from engines.llm.profile import BackendProfile, Sampling
+from engines.llm.adapters import ADAPTERS, Choice, Constraint, OpenAIAdapter, parse_label
+from engines.llm.profile import BackendKind, BackendProfile, Sampling
 from engines.llm.types import (
     Accounting,
     BackendError,
@@ -38,9 +42,7 @@ from engines.llm.types import (
 Message = dict[str, str]
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
-RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 MAX_TOP_LOGPROBS = 20  # vLLM's cap
-MAX_N_PER_REQUEST = {"llamacpp": 4}  # llama-server refuses n > 4
 CONNECTIONS_PER_POOL = 16
 BACKOFF_BASE_S = 0.5
 BACKOFF_MAX_S = 20.0
@@ -59,11 +61,6 @@ def cache_key(model: str, messages: Sequence[Message], params: dict, sample_inde
         ensure_ascii=False,
     )
     return hashlib.sha256(payload.encode()).hexdigest()
-
-
-def gbnf_choice(labels: Sequence[str]) -> str:
-    """A llama.cpp grammar that admits exactly one of the labels."""
-    return "root ::= " + " | ".join(json.dumps(label) for label in labels)
 
 
 def label_distribution(
@@ -149,7 +146,8 @@ def _completion_from_cache(data: dict, sample_index: int) -> Completion:
         usage=Usage(
             prompt_tokens=data.get("prompt_tokens", 0),
             completion_tokens=data.get("completion_tokens", 0),
-            cached=True,
+            calls=1,
+            cached_calls=1,
         ),
         logprobs=tuple(
             TokenLogprob(token, logprob, tuple((t, lp) for t, lp in top))
@@ -182,7 +180,6 @@ class LLMClient:
         profile: BackendProfile,
         cache: ResponseCache | None = None,
         *,
-        transport: httpx.AsyncBaseTransport | None = None,
         backoff_base_s: float = BACKOFF_BASE_S,
     ):
         if not profile.base_urls:
@@ -192,8 +189,10 @@ class LLMClient:
         self.accounting = Accounting()
         self.base_urls = [_normalise_base_url(url) for url in profile.base_urls]
         self._next_url = itertools.cycle(self.base_urls).__next__
-        self._backoff_base_s = backoff_base_s
+        self._backoff = wait_random_exponential(multiplier=backoff_base_s, max=BACKOFF_MAX_S)
         self._model: str | None = profile.model or None
+        self._adapter: OpenAIAdapter | None = ADAPTERS[profile.kind] if profile.kind else None
+        self._detecting = asyncio.Lock()
         headers = {}
         key = profile.api_key()
         if key:
@@ -206,7 +205,6 @@ class LLMClient:
         tls = httpx.create_ssl_context()  # loading CA certificates is slow: once per client
         self._pools = [
             httpx.AsyncClient(
-                transport=transport,
                 verify=tls,
                 headers=headers,
                 timeout=httpx.Timeout(profile.timeout_s, connect=min(10.0, profile.timeout_s)),
@@ -245,7 +243,38 @@ class LLMClient:
         """Model ids the server serves (GET /models)."""
         url = self._next_url()
         data, _ = await self._request("GET", f"{url}/models", None)
-        return [item.get("id", "") for item in data.get("data", [])]
+        return [item.get("id", "") for item in _listed(data)]
+
+    async def kind(self) -> BackendKind:
+        """The backend's kind: the profile's, else asked of the server once and kept."""
+        return (await self._backend()).kind
+
+    async def _backend(self) -> OpenAIAdapter:
+        if self._adapter is None:
+            async with self._detecting:
+                if self._adapter is None:
+                    self._adapter = ADAPTERS[await self._detect()]
+        return self._adapter
+
+    async def _detect(self) -> BackendKind:
+        """vLLM owns the models it lists and answers /version; llama-server answers /props.
+        Anything else is treated as a plain OpenAI-compatible server."""
+        url = self.base_urls[0]
+        root = url.removesuffix("/v1")  # both endpoints live beside the API, not under it
+        listing, _ = await self._request("GET", f"{url}/models", None)
+        owners = {item.get("owned_by") for item in _listed(listing)}
+        if "vllm" in owners and "version" in await self._json_if_served(f"{root}/version"):
+            return "vllm"
+        if "default_generation_settings" in await self._json_if_served(f"{root}/props"):
+            return "llamacpp"
+        return "openai"
+
+    async def _json_if_served(self, url: str) -> dict:
+        """The JSON object at url, or {} when the server has no such endpoint."""
+        try:
+            return (await self._request("GET", url, None))[0]
+        except BackendError:
+            return {}
 
     async def model(self) -> str:
         """The model requests go to: the profile's, else the first one served."""
@@ -281,7 +310,7 @@ class LLMClient:
         sampling: Sampling | None = None,
         *,
         top_logprobs: int = 0,
-        constraint: dict | None = None,
+        constraint: Constraint | None = None,
     ) -> list[Completion]:
         """n completions of one prompt; sample i is cached under index i."""
         return await self._complete(
@@ -306,8 +335,8 @@ class LLMClient:
         completions = await self._complete(
             messages, votes, merged, MAX_TOP_LOGPROBS if votes == 1 else 0, constraint
         )
-        usage = _sum_usage(completions)
-        picked = [self._label_from_text(c.text, labels) for c in completions]
+        usage = sum((c.usage for c in completions), Usage())
+        picked = [parse_label(c.text, labels) for c in completions]
         raw = "\n".join(c.text for c in completions)
         if votes > 1:
             counts = Counter(label for label in picked if label is not None)
@@ -342,28 +371,31 @@ class LLMClient:
         messages: Sequence[Message],
         sampling: Sampling | None = None,
         *,
-        constraint: dict | None = None,
+        constraint: Constraint | None = None,
     ) -> AsyncIterator[StreamEvent]:
         """Text deltas as they arrive, then the whole Completion (from the cache: one delta).
 
-        `constraint` is any request field set such as `json_schema_constraint(Model)`.
+        `constraint` is `choice_constraint(labels)` or any request field set such as
+        `json_schema_constraint(Model)`.
         """
         sampling = self.profile.sampling.merged(sampling)
         body, key = await self._body_and_key(messages, sampling, 0, constraint or {}, 0)
         cached = self.cache.get(key) if self.cache else None
         if cached is not None:
             completion = _completion_from_cache(cached, 0)
-            self.accounting.cache_hits += 1
+            self.accounting.record(completion.usage)
             yield TextDelta(completion.text)
             yield completion
             return
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
         completion = None
-        async for event in self._stream_request(body):
-            if isinstance(event, Completion):
-                completion = event
-            yield event
+        # aclosing: a consumer that stops early frees the connection now, not when collected.
+        async with aclosing(self._stream_request(body)) as events:
+            async for event in events:
+                if isinstance(event, Completion):
+                    completion = event
+                yield event
         if completion is not None:
             self.accounting.record(completion.usage)
             if self.cache:
@@ -371,35 +403,10 @@ class LLMClient:
 
     # ------------------------------------------------------------------ capability adapter
 
-    def choice_constraint(self, labels: Sequence[str]) -> dict:
-        if self.profile.kind == "vllm":
-            return {"structured_outputs": {"choice": list(labels)}}
-        if self.profile.kind == "llamacpp":
-            return {"grammar": gbnf_choice(labels)}
-        return {
-            "response_format": {
-                "type": "json_schema",
-                "json_schema": {
-                    "name": "choice",
-                    "strict": True,
-                    "schema": {
-                        "type": "object",
-                        "properties": {"label": {"type": "string", "enum": list(labels)}},
-                        "required": ["label"],
-                        "additionalProperties": False,
-                    },
-                },
-            }
-        }
-
-    def _label_from_text(self, text: str, labels: Sequence[str]) -> str | None:
-        candidate = text.strip()
-        if self.profile.kind == "openai":
-            try:
-                candidate = str(json.loads(candidate).get("label", ""))
-            except (json.JSONDecodeError, AttributeError):
-                return None
-        return candidate if candidate in labels else None
+    def choice_constraint(self, labels: Sequence[str]) -> Choice:
+        """A constraint to one of the labels, for `samples`; the backend's adapter turns it
+        into request fields once the backend's kind is known."""
+        return Choice(tuple(labels))
 
     # ------------------------------------------------------------------ core
 
@@ -408,11 +415,12 @@ class LLMClient:
         messages: Sequence[Message],
         sampling: Sampling,
         top_logprobs: int,
-        constraint: dict,
+        constraint: Constraint,
         sample_index: int,
     ) -> tuple[dict, str]:
         model = await self.model()
-        params: dict[str, Any] = {**sampling.as_request(), **constraint}
+        adapter = await self._backend()
+        params: dict[str, Any] = {**sampling.as_request(), **adapter.request_fields(constraint)}
         if top_logprobs:
             params["logprobs"] = True
             params["top_logprobs"] = min(top_logprobs, MAX_TOP_LOGPROBS)
@@ -425,7 +433,7 @@ class LLMClient:
         n: int,
         sampling: Sampling,
         top_logprobs: int,
-        constraint: dict,
+        constraint: Constraint,
     ) -> list[Completion]:
         if n < 1:
             raise ValueError("n must be at least 1")
@@ -439,11 +447,11 @@ class LLMClient:
                 cached = self.cache.get(key)
                 if cached is not None:
                     results[i] = _completion_from_cache(cached, i)
-                    self.accounting.cache_hits += 1
+                    self.accounting.record(results[i].usage)
         missing = [i for i, result in enumerate(results) if result is None]
         if missing:
             # Samples go in requests with n, so the prompt is prefilled once per request.
-            size = MAX_N_PER_REQUEST.get(self.profile.kind, len(missing))
+            size = (await self._backend()).max_n or len(missing)
             chunks = [missing[i : i + size] for i in range(0, len(missing), size)]
             batches = await asyncio.gather(
                 *(self._post_completions({**body, "n": len(chunk)} if len(chunk) > 1 else body, chunk)
@@ -459,134 +467,177 @@ class LLMClient:
     async def _post_completions(self, body: dict, sample_indices: list[int]) -> list[Completion]:
         url = self._next_url()
         data, latency = await self._request("POST", f"{url}/chat/completions", body)
-        choices = sorted(data.get("choices") or [], key=lambda c: c.get("index", 0))
-        if len(choices) < len(sample_indices):
+        try:
+            choices = sorted(data.get("choices") or [], key=lambda c: c.get("index", 0))
+            answers = [
+                (str((choice.get("message") or {}).get("content") or ""), choice.get("finish_reason"),
+                 _parse_logprobs(choice))
+                for choice in choices
+            ]
+            usage = data.get("usage") or {}
+            prompt_tokens = int(usage.get("prompt_tokens") or 0)
+            completion_tokens = int(usage.get("completion_tokens") or 0)
+        except (AttributeError, TypeError, ValueError):
+            raise BackendError(
+                self.profile.name, url, f"answered with an unexpected shape: {json.dumps(data)[:200]}"
+            ) from None
+        if len(answers) < len(sample_indices):
             raise BackendError(
                 self.profile.name, url,
-                f"asked for {len(sample_indices)} choices, got {len(choices)}",
+                f"asked for {len(sample_indices)} choices, got {len(answers)}",
             )
-        usage = data.get("usage") or {}
-        prompt_tokens = int(usage.get("prompt_tokens") or 0)
-        completion_tokens = int(usage.get("completion_tokens") or 0)
         completions = []
-        for position, (choice, index) in enumerate(zip(choices, sample_indices)):
+        for position, ((text, finish_reason, logprobs), index) in enumerate(zip(answers, sample_indices)):
             # The prompt is prefilled once per request: charge it to the first sample.
             share = Usage(
                 prompt_tokens=prompt_tokens if position == 0 else 0,
                 completion_tokens=completion_tokens // len(sample_indices),
                 latency_s=latency,
+                calls=1,
             )
             self.accounting.record(share)
-            completions.append(
-                Completion(
-                    text=(choice.get("message") or {}).get("content") or "",
-                    finish_reason=choice.get("finish_reason"),
-                    usage=share,
-                    logprobs=_parse_logprobs(choice),
-                    sample_index=index,
-                )
-            )
+            completions.append(Completion(text, finish_reason, share, logprobs, index))
         return completions
 
-    async def _request(self, method: str, url: str, body: dict | None) -> tuple[dict, float]:
-        """One HTTP call with retries on timeouts, connection errors, 429 and 5xx."""
-        attempt = 0
-        while True:
-            started = time.perf_counter()
-            try:
-                self.accounting.requests += 1
-                async with self._slot() as http:
-                    response = await http.request(method, url, json=body)
-                if response.status_code in RETRY_STATUS and attempt < self.profile.retries:
-                    await self._backoff(attempt, response.headers.get("retry-after"))
-                    attempt += 1
-                    continue
-                if response.status_code >= 400:
-                    raise BackendError(
-                        self.profile.name, url, _error_text(response), response.status_code
-                    )
-                try:
-                    data = response.json()
-                except json.JSONDecodeError:
-                    raise BackendError(
-                        self.profile.name, url, f"answered with non-JSON: {response.text[:200]!r}"
-                    ) from None
-                return data, time.perf_counter() - started
-            except (httpx.TimeoutException, httpx.TransportError) as exc:
-                await self._after_transport_error(attempt, url, exc)
-                attempt += 1
+    # ------------------------------------------------------------------ HTTP
 
-    async def _after_transport_error(self, attempt: int, url: str, exc: Exception) -> None:
-        """Back off before the next attempt, or give up with the cause named."""
-        if attempt >= self.profile.retries:
-            raise BackendError(
-                self.profile.name, url,
-                f"{type(exc).__name__} after {attempt + 1} attempts: {str(exc) or 'no detail'}",
-            ) from exc
-        await self._backoff(attempt, None)
+    def _retrying(self, url: str) -> AsyncRetrying:
+        """Up to `profile.retries` more attempts after a timeout, a connection error or a
+        status the adapter names, waiting as Retry-After says or with jittered backoff."""
+        return AsyncRetrying(
+            stop=stop_after_attempt(self.profile.retries + 1),
+            wait=self._wait,
+            retry=retry_if_exception_type((httpx.TransportError, _RetryableStatus)),
+            before_sleep=self._count_retry,
+            retry_error_callback=lambda state: self._give_up(url, state),
+        )
 
-    async def _backoff(self, attempt: int, retry_after: str | None) -> None:
+    def _wait(self, state: RetryCallState) -> float:
+        error = state.outcome.exception()
+        if isinstance(error, _RetryableStatus) and error.retry_after_s is not None:
+            return min(BACKOFF_MAX_S, error.retry_after_s)
+        return self._backoff(state)
+
+    def _count_retry(self, state: RetryCallState) -> None:
         self.accounting.retries += 1
-        delay = min(BACKOFF_MAX_S, self._backoff_base_s * 2**attempt)
-        if retry_after:
-            try:
-                delay = min(BACKOFF_MAX_S, float(retry_after))
-            except ValueError:
-                pass
-        await asyncio.sleep(delay * (0.5 + random.random() / 2))
+
+    def _give_up(self, url: str, state: RetryCallState) -> NoReturn:
+        error = state.outcome.exception()
+        if isinstance(error, BackendError):
+            raise error
+        raise BackendError(
+            self.profile.name, url,
+            f"{type(error).__name__} after {state.attempt_number} attempts: {str(error) or 'no detail'}",
+        ) from error
+
+    def _check_status(self, response: httpx.Response, url: str) -> None:
+        """Raise for an error status; one worth retrying carries the server's Retry-After."""
+        if response.status_code < 400:
+            return
+        # While the kind is being detected, statuses are judged as for any OpenAI-compatible server.
+        adapter = self._adapter or ADAPTERS["openai"]
+        if response.status_code in adapter.retry_statuses:
+            raise _RetryableStatus(
+                self.profile.name, url, _error_text(response), response.status_code, _retry_after_s(response)
+            )
+        raise BackendError(self.profile.name, url, _error_text(response), response.status_code)
+
+    async def _request(self, method: str, url: str, body: dict | None) -> tuple[dict, float]:
+        """One HTTP call (with retries) answered by a JSON object, and the seconds it took."""
+        return await self._retrying(url)(self._request_once, method, url, body)
+
+    async def _request_once(self, method: str, url: str, body: dict | None) -> tuple[dict, float]:
+        started = time.perf_counter()
+        self.accounting.requests += 1
+        async with self._slot() as http:
+            response = await http.request(method, url, json=body)
+        self._check_status(response, url)
+        try:
+            data = response.json()
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise BackendError(
+                self.profile.name, url, f"answered with non-JSON: {response.text[:200]!r}"
+            ) from None
+        if not isinstance(data, dict):
+            raise BackendError(self.profile.name, url, f"answered with an unexpected shape: {response.text[:200]}")
+        return data, time.perf_counter() - started
 
     async def _stream_request(self, body: dict) -> AsyncIterator[StreamEvent]:
+        """Server-sent deltas, then the Completion. Only an attempt that has yielded nothing is
+        retried: after the first delta a retry would show the consumer the text twice."""
         url = f"{self._next_url()}/chat/completions"
         started = time.perf_counter()
-        attempt = 0
-        while True:
-            try:
+        parts: list[str] = []
+        async for attempt in self._retrying(url):
+            with attempt:
+                ttft: float | None = None
+                finish_reason = None
+                usage: dict = {}
                 self.accounting.requests += 1
-                async with self._slot() as http, http.stream("POST", url, json=body) as response:
-                    if response.status_code in RETRY_STATUS and attempt < self.profile.retries:
-                        await response.aread()
-                        await self._backoff(attempt, response.headers.get("retry-after"))
-                        attempt += 1
-                        continue
-                    if response.status_code >= 400:
-                        await response.aread()
+                async with self._slot() as http, aconnect_sse(http, "POST", url, json=body) as source:
+                    if source.response.status_code >= 400:
+                        await source.response.aread()
+                        self._check_status(source.response, url)
+                    try:
+                        async for event in source.aiter_sse():
+                            if event.data == "[DONE]":
+                                break
+                            chunk = json.loads(event.data)
+                            usage = chunk.get("usage") or usage
+                            for choice in chunk.get("choices") or []:
+                                delta = (choice.get("delta") or {}).get("content")
+                                if delta:
+                                    if ttft is None:
+                                        ttft = time.perf_counter() - started
+                                    parts.append(delta)
+                                    yield TextDelta(delta)
+                                finish_reason = choice.get("finish_reason") or finish_reason
+                    except SSEError as exc:  # an httpx.TransportError, but retrying cannot help
+                        raise BackendError(self.profile.name, url, f"did not answer with an event stream: {exc}") from None
+                    except json.JSONDecodeError:
+                        raise BackendError(self.profile.name, url, f"sent a non-JSON event: {event.data[:200]!r}") from None
+                    except httpx.TransportError as exc:
+                        if not parts:
+                            raise
                         raise BackendError(
-                            self.profile.name, url, _error_text(response), response.status_code
-                        )
-                    parts: list[str] = []
-                    ttft: float | None = None
-                    finish_reason = None
-                    usage: dict = {}
-                    async for line in response.aiter_lines():
-                        if not line.startswith("data:"):
-                            continue
-                        payload = line[5:].strip()
-                        if payload == "[DONE]":
-                            break
-                        chunk = json.loads(payload)
-                        usage = chunk.get("usage") or usage
-                        for choice in chunk.get("choices") or []:
-                            delta = (choice.get("delta") or {}).get("content")
-                            if delta:
-                                if ttft is None:
-                                    ttft = time.perf_counter() - started
-                                parts.append(delta)
-                                yield TextDelta(delta)
-                            finish_reason = choice.get("finish_reason") or finish_reason
-                    yield Completion(
-                        text="".join(parts),
-                        finish_reason=finish_reason,
-                        usage=Usage(
-                            prompt_tokens=int(usage.get("prompt_tokens") or 0),
-                            completion_tokens=int(usage.get("completion_tokens") or 0),
-                            latency_s=time.perf_counter() - started,
-                            ttft_s=ttft,
-                        ),
-                    )
-                    return
-            except (httpx.TimeoutException, httpx.TransportError) as exc:
-                await self._after_transport_error(attempt, url, exc)
-                attempt += 1
+                            self.profile.name, url,
+                            f"the stream broke after {sum(map(len, parts))} characters: "
+                            f"{type(exc).__name__}: {str(exc) or 'no detail'}",
+                        ) from exc
+                break
+        yield Completion(
+            text="".join(parts),
+            finish_reason=finish_reason,
+            usage=Usage(
+                prompt_tokens=int(usage.get("prompt_tokens") or 0),
+                completion_tokens=int(usage.get("completion_tokens") or 0),
+                latency_s=time.perf_counter() - started,
+                ttft_s=ttft,
+                calls=1,
+            ),
+        )
+
+
+class _RetryableStatus(BackendError):
+    """An error status the adapter retries; `retry_after_s` is the server's Retry-After."""
+
+    def __init__(self, profile: str, url: str, message: str, status: int, retry_after_s: float | None):
+        super().__init__(profile, url, message, status)
+        self.retry_after_s = retry_after_s
+
+
+def _retry_after_s(response: httpx.Response) -> float | None:
+    """Retry-After in seconds; the HTTP-date form is left to the backoff."""
+    try:
+        return max(0.0, float(response.headers["retry-after"]))
+    except (KeyError, ValueError):
+        return None
+
+
+def _listed(data: dict) -> list[dict]:
+    """The items of a `GET /models` answer."""
+    items = data.get("data")
+    return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
 
 
 def _error_text(response: httpx.Response) -> str:
@@ -601,12 +652,3 @@ def _error_text(response: httpx.Response) -> str:
     except (json.JSONDecodeError, UnicodeDecodeError):
         detail = response.text[:300]
     return f"HTTP {response.status_code}: {detail}"
-
-
-def _sum_usage(completions: Sequence[Completion]) -> Usage:
-    return Usage(
-        prompt_tokens=sum(c.usage.prompt_tokens for c in completions),
-        completion_tokens=sum(c.usage.completion_tokens for c in completions),
-        latency_s=max((c.usage.latency_s for c in completions), default=0.0),
-        cached=all(c.usage.cached for c in completions),
-    )

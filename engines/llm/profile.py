@@ -38,7 +38,7 @@ class BackendProfile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str
-    kind: BackendKind = "vllm"
+    kind: BackendKind | None = None  # None: the client asks the server what it is
     base_urls: list[str] = Field(default_factory=list)
     model: str = ""
     api_key_env: str | None = None

@@ -11,7 +11,7 @@ from engines.llm.client import LLMClient
 @dataclass
 class BackendStatus:
     name: str
-    kind: str
+    kind: str | None  # the profile's or the detected one; None until the server has answered
     urls: list[str]
     embedded: bool
     reachable: bool = False
@@ -35,6 +35,7 @@ async def probe(client: LLMClient, start_s: float | None = None) -> BackendStatu
         start_s=start_s,
     )
     try:
+        status.kind = await client.kind()
         status.models = await client.models()
         status.model = await client.model()
         status.latency_s = await client.ping()

@@ -12,11 +12,49 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Usage:
+    """What LLM answers cost. Sums with `+` (and `sum(..., Usage())`), so every judge,
+    task and run totals its calls the same way.
+
+    `calls` counts answers (one per sample), `cached_calls` those the response
+    cache gave; `latency_s` adds up the time spent waiting for answers.
+    """
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
     ttft_s: float | None = None
-    cached: bool = False
+    calls: int = 0
+    cached_calls: int = 0
+
+    @property
+    def cached(self) -> bool:
+        """Every answer came from the cache (no server time was spent)."""
+        return self.calls > 0 and self.cached_calls == self.calls
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: "Usage") -> "Usage":
+        if not isinstance(other, Usage):
+            return NotImplemented
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            latency_s=self.latency_s + other.latency_s,
+            ttft_s=self.ttft_s if self.ttft_s is not None else other.ttft_s,
+            calls=self.calls + other.calls,
+            cached_calls=self.cached_calls + other.cached_calls,
+        )
+
+    def __radd__(self, other):
+        return self if other == 0 else NotImplemented
+
+    def as_dict(self) -> dict:
+        return {
+            "calls": self.calls, "cached_calls": self.cached_calls, "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens, "latency_s": self.latency_s,
+        }
 
 
 @dataclass(frozen=True)
@@ -81,19 +119,27 @@ class Structured(Generic[T]):
 
 @dataclass
 class Accounting:
-    """Running totals for one client: what was asked of the server and what the cache saved."""
+    """Running totals for one client: HTTP requests and retries, and the `Usage` of every
+    answer it returned (fresh or cached)."""
 
     requests: int = 0
     retries: int = 0
-    cache_hits: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    latencies_s: list[float] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
 
     def record(self, usage: Usage) -> None:
-        self.prompt_tokens += usage.prompt_tokens
-        self.completion_tokens += usage.completion_tokens
-        self.latencies_s.append(usage.latency_s)
+        self.usage = self.usage + usage
+
+    @property
+    def cache_hits(self) -> int:
+        return self.usage.cached_calls
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self.usage.prompt_tokens
+
+    @property
+    def completion_tokens(self) -> int:
+        return self.usage.completion_tokens
 
 
 class BackendError(ArgtuiError):

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from itertools import combinations
 from typing import Hashable, Mapping, Sequence
 
+import krippendorff
 import numpy as np
 
 from engines.metrics.bootstrap import Interval, bootstrap_ci
@@ -122,26 +123,14 @@ def cohen_kappa(first: Sequence[Hashable | None], second: Sequence[Hashable | No
 
 def krippendorff_alpha_nominal(units: Sequence[Sequence[Hashable | None]]) -> float:
     """Krippendorff's α for nominal data. `units[u]` holds the values the raters gave unit u;
-    None is a missing value here (not coded). NaN when there is no variation at all."""
-    coincidence: Counter[tuple[Hashable, Hashable]] = Counter()
-    for unit in units:
-        values = [v for v in unit if v is not None]
-        m = len(values)
-        if m < 2:
-            continue
-        for i, j in ((i, j) for i in range(m) for j in range(m) if i != j):
-            coincidence[(values[i], values[j])] += 1 / (m - 1)
-    totals: Counter[Hashable] = Counter()
-    for (c, _), weight in coincidence.items():
-        totals[c] += weight
-    n = sum(totals.values())
-    if n <= 1:
+    None is a missing value here (not coded). NaN when the pairable values (those of units
+    with two or more) show no variation at all, where the `krippendorff` package refuses."""
+    pairable = [coded for coded in ([v for v in unit if v is not None] for unit in units) if len(coded) > 1]
+    categories = list(dict.fromkeys(value for unit in pairable for value in unit))
+    if len(categories) < 2:
         return NAN
-    observed = sum(w for (c, k), w in coincidence.items() if c != k)
-    expected = (n * n - sum(v * v for v in totals.values())) / (n - 1)
-    if expected == 0:
-        return NAN
-    return 1 - observed / expected
+    value_counts = [[unit.count(category) for category in categories] for unit in pairable]
+    return float(krippendorff.alpha(value_counts=value_counts, level_of_measurement="nominal"))
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Callable
 
@@ -27,20 +28,32 @@ def bootstrap_ci(
 ) -> Interval:
     """`statistic(indices)` on all units, and the percentile interval over resampled indices.
 
-    The statistic receives an array of unit indices (with repeats) so any
-    paired or grouped data can be resampled by unit. Resamples where the
+    The statistic receives an array of unit indices (with repeats), so paired or
+    grouped data stay together when resampled by unit. Resamples where the
     statistic is undefined (NaN) are left out of the interval.
     """
     if n_units < 1:
         raise ValueError("bootstrap needs at least one unit")
-    rng = np.random.default_rng(seed)
-    estimate = float(statistic(np.arange(n_units)))
-    values = np.array(
-        [statistic(rng.integers(0, n_units, n_units)) for _ in range(resamples)], dtype=float
-    )
-    values = values[~np.isnan(values)]
-    if values.size == 0:
+    units = np.arange(n_units)
+    estimate = float(statistic(units))
+    if resamples < 1:
         return Interval(estimate, float("nan"), float("nan"), level, resamples)
-    tail = (1 - level) / 2 * 100
-    low, high = np.percentile(values, [tail, 100 - tail])
+    if n_units == 1:  # scipy needs two units; every resample of one unit is that unit
+        return Interval(estimate, estimate, estimate, level, resamples)
+    from scipy import stats  # imported here: it takes half a second, and the app starts without it
+
+    with warnings.catch_warnings(), np.errstate(invalid="ignore"):
+        # scipy warns when NaN resamples make its interval NaN (they are left out below)
+        # and when a single resample leaves its standard error (unused here) undefined
+        warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+        warnings.filterwarnings("ignore", "Degrees of freedom", RuntimeWarning)
+        result = stats.bootstrap(
+            (units,), statistic, n_resamples=resamples, vectorized=False, confidence_level=level,
+            method="percentile", rng=np.random.default_rng(seed),
+        )
+    low, high = result.confidence_interval
+    if np.isnan(low) or np.isnan(high):
+        low, high = stats.quantile(
+            result.bootstrap_distribution, [(1 - level) / 2, (1 + level) / 2], nan_policy="omit"
+        )
     return Interval(estimate, float(low), float(high), level, resamples)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 from engines.datasets.webis import ArgumentKey, WebisCorpus
+from engines.judging.verdict import Verdict
 from engines.metrics.agreement import (
     LabelAgreement,
     RunVariability,
@@ -29,7 +30,7 @@ from engines.metrics.agreement import (
 )
 from engines.metrics.bootstrap import Interval
 from engines.metrics.ranking import aligned, grouped_bradley_terry, z_normalise
-from engines.pairwise.judge import SWAP
+from engines.pairwise.judge import SWAP, run_labels
 from engines.pairwise.run import PairItem
 
 TABLE_COLUMNS = ("pearson", "spearman", "kendall", "mae", "rmse", "kappa", "alpha", "percent")
@@ -38,7 +39,7 @@ ArgumentId = tuple[int, ArgumentKey]  # (topic id, argument key)
 
 @dataclass(frozen=True)
 class JudgedPair:
-    """A stored judgment as the evaluation sees it (see PairVerdict for `run_labels`)."""
+    """A judgment as the evaluation sees it (`run_labels`: see `judge_pair`)."""
 
     item: PairItem
     label: str | None
@@ -207,15 +208,6 @@ def evaluate(
     ])
 
 
-def parse_uid(uid: str) -> ArgumentId:
-    """"topic/discussion/argument" back to (topic id, argument key)."""
-    topic, discussion, argument = (int(part) for part in uid.split("/"))
-    return topic, (discussion, argument)
-
-
-def judged_from_record(record) -> JudgedPair:
-    """A stored judgment (any object with the store's fields) as a JudgedPair."""
-    topic_id, a = parse_uid(record.a_uid)
-    _, b = parse_uid(record.b_uid)
-    item = PairItem(record.dimension, topic_id, a, b, record.expert)
-    return JudgedPair(item, record.label, tuple(record.run_labels))
+def judged_pair(item: PairItem, verdict: Verdict) -> JudgedPair:
+    """A stored verdict on a pair as the evaluation sees it."""
+    return JudgedPair(item, verdict.label, run_labels(verdict))

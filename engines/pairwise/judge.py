@@ -16,14 +16,15 @@ Modes:
 from __future__ import annotations
 
 import asyncio
-import json
 import time
-from dataclasses import dataclass, field, replace
-from typing import Literal, Sequence
+from dataclasses import dataclass
+from typing import Awaitable, Callable, Literal, Sequence
 
+from engines.judging.verdict import Verdict
+from engines.llm import adapters
 from engines.llm.client import LLMClient
 from engines.llm.profile import Sampling
-from engines.llm.types import Completion, LabelChoice
+from engines.llm.types import LabelChoice, Usage
 from engines.pairwise.prompts import LABELS, FewShotExamples, Strategy, messages
 
 Mode = Literal["runs", "logprob", "swap"]
@@ -32,6 +33,7 @@ RunRequests = Literal["one", "separate"]
 DEFAULT_TEMPERATURE = {"runs": 1.0, "logprob": 0.0, "swap": 0.0}
 LABEL_MAX_TOKENS = 16  # "Tie" as plain text, or {"label": "Tie"} on servers without a choice constraint
 SWAP = {"A": "B", "B": "A", "Tie": "Tie"}
+INVALID = "not one of A, B, Tie"  # why a pair verdict without a label is invalid
 
 
 @dataclass(frozen=True)
@@ -68,29 +70,6 @@ def mode_of_variant(variant: str) -> str:
     return "runs" if mode.startswith("runs") else mode
 
 
-@dataclass(frozen=True)
-class PairVerdict:
-    """A judge's answer on one pair, in the pair's original order.
-
-    `run_labels` are the individual answers: the runs (runs mode), the one
-    answer (logprob), or the answers as given in the original and in the
-    swapped order (swap). None marks an invalid output, kept in `raw`.
-    """
-
-    label: str | None
-    run_labels: tuple[str | None, ...]
-    distribution: dict[str, float] = field(default_factory=dict)
-    raw: str = ""
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cached: bool = False
-    seconds: float = 0.0
-
-    @property
-    def valid(self) -> bool:
-        return self.label is not None
-
-
 def majority_label(run_labels: Sequence[str | None]) -> str | None:
     """The seed's rule: A or B when it has a majority of the runs; otherwise (three-way
     split, or a split involving an explicit Tie) Tie. None when every run was invalid."""
@@ -110,14 +89,8 @@ def argmax_label(distribution: dict[str, float]) -> str | None:
 
 
 def parse_label(text: str) -> str | None:
-    """A label from constrained output: the bare label, or {"label": ...} (JSON-schema servers)."""
-    candidate = text.strip()
-    if candidate.startswith("{"):
-        try:
-            candidate = str(json.loads(candidate).get("label", ""))
-        except (json.JSONDecodeError, AttributeError):
-            return None
-    return candidate if candidate in LABELS else None
+    """A pair label from constrained output, read as the client reads every label."""
+    return adapters.parse_label(text, LABELS)
 
 
 async def judge_pair(
@@ -127,26 +100,41 @@ async def judge_pair(
     a: str,
     b: str,
     examples: FewShotExamples | None = None,
-) -> PairVerdict:
-    """Which of a and b is stronger on the dimension, by the settings' prompt and mode."""
+) -> Verdict:
+    """Which of a and b is stronger on the dimension, by the settings' prompt and mode.
+
+    The verdict's `data["run_labels"]` are the individual answers: the runs (runs
+    mode), the one answer (logprob), or the answers as given in the original and
+    in the swapped order (swap); None marks an output that was not a label.
+    """
     started = time.perf_counter()
-    chat = messages(settings.strategy, dimension, a, b, examples)
-    if settings.mode == "runs":
-        verdict = await _runs(client, settings, chat)
-    elif settings.mode == "logprob":
-        verdict = _from_choice(await _logprob_choice(client, settings, chat))
-    elif settings.mode == "swap":
-        original, swapped = await asyncio.gather(
-            _logprob_choice(client, settings, chat),
-            _logprob_choice(client, settings, messages(settings.strategy, dimension, b, a, examples)),
-        )
-        verdict = combine_orders(original, swapped)
-    else:
+    mode = MODE_JUDGES.get(settings.mode)
+    if mode is None:
         raise ValueError(f"unknown judge mode {settings.mode!r} (expected one of {MODES})")
-    return replace(verdict, seconds=time.perf_counter() - started)
+
+    def chat(first: str, second: str) -> list[dict[str, str]]:
+        return messages(settings.strategy, dimension, first, second, examples)
+
+    verdict = await mode(client, settings, chat, a, b)
+    return verdict.model_copy(update={"seconds": time.perf_counter() - started})
 
 
-async def _runs(client: LLMClient, settings: JudgeSettings, chat: list[dict[str, str]]) -> PairVerdict:
+def run_labels(verdict: Verdict) -> tuple[str | None, ...]:
+    """The individual answers behind a stored pair verdict (see `judge_pair`)."""
+    return tuple((verdict.data or {}).get("run_labels", ()))
+
+
+def _verdict(
+    label: str | None, answers: Sequence[str | None], distribution: dict[str, float], raw: str, usage: Usage,
+    detail: str,
+) -> Verdict:
+    return Verdict(
+        label=label, data={"run_labels": list(answers)}, distribution=distribution, raw=raw, usage=usage,
+        detail=detail, invalid_reason=None if label is not None else INVALID,
+    )
+
+
+async def _runs(client: LLMClient, settings: JudgeSettings, chat: list[dict[str, str]]) -> Verdict:
     constraint = client.choice_constraint(LABELS)
     sampling = Sampling(temperature=settings.effective_temperature, max_tokens=LABEL_MAX_TOKENS)
     if settings.run_requests == "one":
@@ -157,16 +145,15 @@ async def _runs(client: LLMClient, settings: JudgeSettings, chat: list[dict[str,
             for run in range(settings.runs)
         ))
         completions = [batch[0] for batch in batches]
-    run_labels = tuple(parse_label(c.text) for c in completions)
+    answers = tuple(parse_label(c.text) for c in completions)
     # Vote shares of all runs: an invalid run is no vote, so the shares then sum below 1.
-    valid = [label for label in run_labels if label is not None]
-    distribution = {label: valid.count(label) / len(run_labels) for label in LABELS} if valid else {}
-    return PairVerdict(
-        label=majority_label(run_labels),
-        run_labels=run_labels,
-        distribution=distribution,
-        raw="\n".join(c.text for c in completions),
-        **_usage(completions),
+    valid = [label for label in answers if label is not None]
+    distribution = {label: valid.count(label) / len(answers) for label in LABELS} if valid else {}
+    return _verdict(
+        majority_label(answers), answers, distribution, "\n".join(c.text for c in completions),
+        sum((c.usage for c in completions), Usage()),
+        f"majority of {settings.runs} runs at temperature {settings.effective_temperature:g}; "
+        f"runs: {' '.join(label or 'invalid' for label in answers)}",
     )
 
 
@@ -174,39 +161,45 @@ async def _logprob_choice(client: LLMClient, settings: JudgeSettings, chat: list
     return await client.choose(chat, LABELS, Sampling(temperature=settings.effective_temperature))
 
 
-def _from_choice(choice: LabelChoice) -> PairVerdict:
-    return PairVerdict(
-        label=argmax_label(choice.distribution),
-        run_labels=(choice.label,),
-        distribution=dict(choice.distribution),
-        raw=choice.raw,
-        prompt_tokens=choice.usage.prompt_tokens,
-        completion_tokens=choice.usage.completion_tokens,
-        cached=choice.usage.cached,
+def _from_choice(choice: LabelChoice) -> Verdict:
+    return _verdict(
+        argmax_label(choice.distribution), (choice.label,), dict(choice.distribution), choice.raw, choice.usage,
+        "argmax of the label logprobs",
     )
 
 
-def combine_orders(original: LabelChoice, swapped: LabelChoice) -> PairVerdict:
+def combine_orders(original: LabelChoice, swapped: LabelChoice) -> Verdict:
     """The answers to (A, B) and to (B, A) as one verdict in the original order: the swapped
     distribution mapped back, the two averaged (an invalid side is left out), its argmax."""
     back = {SWAP[label]: p for label, p in swapped.distribution.items()}
     parts = [d for d in (original.distribution, back) if d]
     distribution = {label: sum(d.get(label, 0.0) for d in parts) / len(parts) for label in LABELS} if parts else {}
-    return PairVerdict(
-        label=argmax_label(distribution),
-        run_labels=(original.label, swapped.label),
-        distribution=distribution,
-        raw=f"{original.raw}\n{swapped.raw}",
-        prompt_tokens=original.usage.prompt_tokens + swapped.usage.prompt_tokens,
-        completion_tokens=original.usage.completion_tokens + swapped.usage.completion_tokens,
-        cached=original.usage.cached and swapped.usage.cached,
+    return _verdict(
+        argmax_label(distribution), (original.label, swapped.label), distribution,
+        f"{original.raw}\n{swapped.raw}", original.usage + swapped.usage,
+        f"both orders averaged; answered {original.label or 'invalid'} as shown, "
+        f"{swapped.label or 'invalid'} swapped",
     )
 
 
-def _usage(completions: Sequence[Completion]) -> dict:
-    return {
-        "prompt_tokens": sum(c.usage.prompt_tokens for c in completions),
-        "completion_tokens": sum(c.usage.completion_tokens for c in completions),
-        "cached": all(c.usage.cached for c in completions),
-    }
+Chat = Callable[[str, str], list[dict[str, str]]]  # the prompt with the two arguments in a given order
 
+
+async def _runs_mode(client: LLMClient, settings: JudgeSettings, chat: Chat, a: str, b: str) -> Verdict:
+    return await _runs(client, settings, chat(a, b))
+
+
+async def _logprob_mode(client: LLMClient, settings: JudgeSettings, chat: Chat, a: str, b: str) -> Verdict:
+    return _from_choice(await _logprob_choice(client, settings, chat(a, b)))
+
+
+async def _swap_mode(client: LLMClient, settings: JudgeSettings, chat: Chat, a: str, b: str) -> Verdict:
+    original, swapped = await asyncio.gather(
+        _logprob_choice(client, settings, chat(a, b)), _logprob_choice(client, settings, chat(b, a))
+    )
+    return combine_orders(original, swapped)
+
+
+MODE_JUDGES: dict[str, Callable[[LLMClient, JudgeSettings, Chat, str, str], Awaitable[Verdict]]] = {
+    "runs": _runs_mode, "logprob": _logprob_mode, "swap": _swap_mode,
+}

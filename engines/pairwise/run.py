@@ -1,27 +1,29 @@
-"""A pairwise run: which expert comparisons to judge, and judging them as a resumable batch."""
+"""Which expert comparisons to judge, and judging one of them."""
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass
 from functools import cache
-from typing import Awaitable, Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Iterable, Sequence
 
-from engines.batch import BatchProgress, BatchResult, run_batch
 from engines.datasets.webis import DIMENSIONS, ArgumentKey, WebisCorpus, load_webis
 from engines.errors import ArgtuiError
+from engines.judging.verdict import Verdict
 from engines.llm.client import LLMClient
 from engines.pairwise.fewshot import few_shot_examples
-from engines.pairwise.judge import JudgeSettings, PairVerdict, judge_pair
+from engines.pairwise.judge import JudgeSettings, judge_pair
 from engines.pairwise.prompts import FewShotExamples
 
 DEFAULT_SAMPLE_SEED = 0
 
 
 @cache
-def bundled_corpus() -> WebisCorpus:
-    """The bundled Webis-ArgQuality-20, loaded once per process (screens share it)."""
-    return load_webis()
+def load_corpus(data: Path | None = None) -> WebisCorpus:
+    """Webis-ArgQuality-20 (the bundled copy, or a release folder), loaded once per process:
+    a batch run, its report, the Arena and the Leaderboard share it."""
+    return load_webis(data)
 
 
 class SelectionError(ArgtuiError):
@@ -47,9 +49,24 @@ class PairItem:
         return f"{self.topic_id}/{self.b[0]}/{self.b[1]}"
 
     @property
-    def key(self) -> tuple[str, str, str]:
-        """(dimension, a uid, b uid): identifies the pair across runs and the store."""
-        return (self.dimension, self.a_uid, self.b_uid)
+    def key(self) -> str:
+        """"logical/3/12/4~3/12/9" (dimension/a uid~b uid): the pair's item key in the judgment store."""
+        return f"{self.dimension}/{self.a_uid}~{self.b_uid}"
+
+    @classmethod
+    def from_key(cls, key: str, expert: str) -> "PairItem":
+        """The inverse of `key`, with the expert label kept beside it."""
+        dimension, _, pair = key.partition("/")
+        a, _, b = pair.partition("~")
+        topic_id, a_key = parse_uid(a)
+        _, b_key = parse_uid(b)
+        return cls(dimension, topic_id, a_key, b_key, expert)
+
+
+def parse_uid(uid: str) -> tuple[int, ArgumentKey]:
+    """"topic/discussion/argument" back to (topic id, argument key)."""
+    topic, discussion, argument = (int(part) for part in uid.split("/"))
+    return topic, (discussion, argument)
 
 
 def select_items(
@@ -86,50 +103,22 @@ def select_items(
     return items
 
 
-class PairJudge:
-    """Judges PairItems of a corpus with one client and settings (few-shot examples cached per topic)."""
-
-    def __init__(self, client: LLMClient, settings: JudgeSettings, corpus: WebisCorpus):
-        self.client = client
-        self.settings = settings
-        self.corpus = corpus
-        self._examples: dict[tuple[int, str], FewShotExamples] = {}
-
-    def examples(self, topic_id: int, dimension: str) -> FewShotExamples | None:
-        if self.settings.strategy != "few":
-            return None
-        key = (topic_id, dimension)
-        if key not in self._examples:
-            self._examples[key] = few_shot_examples(self.corpus, topic_id, dimension)
-        return self._examples[key]
-
-    async def __call__(self, item: PairItem) -> PairVerdict:
-        return await judge_pair(
-            self.client,
-            self.settings,
-            item.dimension,
-            self.corpus.argument(item.topic_id, item.a).text,
-            self.corpus.argument(item.topic_id, item.b).text,
-            self.examples(item.topic_id, item.dimension),
-        )
+@cache
+def _examples(data: Path | None, topic_id: int, dimension: str) -> FewShotExamples:
+    # Once per topic and dimension: the rule scans every comparison of the dimension.
+    return few_shot_examples(load_corpus(data), topic_id, dimension)
 
 
-async def run_pairwise(
-    items: Sequence[PairItem],
-    judge: Callable[[PairItem], Awaitable[PairVerdict]],
-    *,
-    concurrency: int,
-    is_done: Callable[[PairItem], bool],
-    on_result: Callable[[PairItem, PairVerdict], None],
-    on_progress: Callable[[BatchProgress], None] = lambda progress: None,
-) -> BatchResult[PairItem, PairVerdict]:
-    """Judge every item not yet done; `on_result` stores each verdict as it arrives."""
-    return await run_batch(
-        items,
-        judge,
-        concurrency=concurrency,
-        is_done=is_done,
-        on_result=on_result,
-        is_invalid=lambda verdict: not verdict.valid,
-        on_progress=on_progress,
+async def judge_item(
+    client: LLMClient, settings: JudgeSettings, item: PairItem, data: Path | None = None
+) -> Verdict:
+    """Judge one expert comparison of the corpus at `data` (None: the bundled copy)."""
+    corpus = load_corpus(data)
+    return await judge_pair(
+        client,
+        settings,
+        item.dimension,
+        corpus.argument(item.topic_id, item.a).text,
+        corpus.argument(item.topic_id, item.b).text,
+        _examples(data, item.topic_id, item.dimension) if settings.strategy == "few" else None,
     )

@@ -7,7 +7,8 @@ The debate pipeline needs only this:
     await retriever.aclose()
 """
 
-from engines.retrieval.settings import RetrievalSettings, open_retriever
+from engines.retrieval.backends import open_retriever
+from engines.retrieval.settings import RetrievalSettings
 from engines.retrieval.strategies import (
     IDEA,
     ArgumentGraph,

@@ -16,12 +16,12 @@ from elastic_transport import HttpxAsyncHttpNode, TransportError
 from elasticsearch import ApiError, AsyncElasticsearch
 from elasticsearch.helpers import async_streaming_bulk
 
-from engines.batch import BatchProgress
 from engines.retrieval.settings import DEFAULT_ES_INDEX
 from engines.retrieval.types import (
     RELATION_TEXT_BOOST,
     Argument,
     Hit,
+    IndexProgress,
     IndexStatus,
     ProgressCallback,
     Relation,
@@ -163,7 +163,7 @@ class ElasticsearchRetriever:
         arguments: Iterable[Argument],
         total: int,
         on_progress: ProgressCallback = lambda progress: None,
-    ) -> BatchProgress:
+    ) -> IndexProgress:
         """Bulk-index arguments (creating the index if needed), `PUSH_CHUNK` per request.
 
         Resumable: when the index already holds documents, arguments whose id is
@@ -171,7 +171,7 @@ class ElasticsearchRetriever:
         """
         await self.create_index()
         resuming = await self.count() > 0
-        progress = BatchProgress(total=total)
+        progress = IndexProgress(total=total)
         on_progress(progress)
 
         async def actions() -> AsyncIterator[dict]:

@@ -22,12 +22,12 @@ from typing import Callable, Collection, Iterable, Sequence, TypeVar
 import tantivy
 from tantivy import Document, Filter, Index, Occur, Query, SchemaBuilder, TextAnalyzerBuilder, Tokenizer
 
-from engines.batch import BatchProgress
 from engines.retrieval.corpus import BUNDLED_SOURCES, bundled_arguments
 from engines.retrieval.types import (
     RELATION_TEXT_BOOST,
     Argument,
     Hit,
+    IndexProgress,
     IndexStatus,
     ProgressCallback,
     Relation,
@@ -206,7 +206,7 @@ class EmbeddedIndex:
             if "LockBusy" in str(exc):
                 raise IndexBusy(self.directory) from None
             raise
-        progress = BatchProgress(total=total)
+        progress = IndexProgress(total=total)
         on_progress(progress)
         try:
             for source in replace_sources:
@@ -298,7 +298,7 @@ async def run_write(
     loop = asyncio.get_running_loop()
     stop = threading.Event()
 
-    def report(progress: BatchProgress) -> None:
+    def report(progress: IndexProgress) -> None:
         if stop.is_set():
             raise _Stopped()
         if on_progress is not None:

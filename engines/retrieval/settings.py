@@ -1,21 +1,15 @@
-"""Which argument base the app searches, and opening it.
+"""Which argument base the app searches: the `[retrieval]` table of the config file.
 
-Kept light to import (the config loads it at start-up): the backends, with the
-Elasticsearch client and tantivy behind them, load when a retriever is opened.
+Plain data, light to import (the config loads it at start-up); the backends by
+these names are in `engines.retrieval.backends`.
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
-
-from engines.retrieval.types import ProgressCallback, Retriever
-
-if TYPE_CHECKING:
-    from engines.retrieval.elastic import ElasticsearchRetriever
 
 RetrievalBackend = Literal["tantivy", "elasticsearch"]
 DEFAULT_ES_INDEX = "claimrev"  # the name of the Touché RAD argument index
@@ -41,24 +35,3 @@ class RetrievalSettings(BaseModel):
         """Read from the environment when connecting; never stored."""
         return (os.environ.get(self.api_key_env) or None) if self.api_key_env else None
 
-
-def open_elasticsearch(url: str, index: str, api_key: str | None = None) -> "ElasticsearchRetriever":
-    from engines.retrieval.elastic import ElasticsearchRetriever, connect_elasticsearch
-
-    return ElasticsearchRetriever(connect_elasticsearch(url, api_key=api_key), index, url=url)
-
-
-async def open_retriever(
-    settings: RetrievalSettings, data_dir: Path, on_progress: ProgressCallback | None = None
-) -> Retriever:
-    """The configured retriever; the embedded index is built from the bundled corpus if missing.
-
-    `on_progress` follows that first build (it runs on the caller's event loop).
-    Close the retriever with `await retriever.aclose()`.
-    """
-    if settings.backend == "elasticsearch" and settings.es_url:
-        return open_elasticsearch(settings.es_url, settings.index, settings.api_key())
-    from engines.retrieval.embedded import TantivyRetriever, embedded_index_dir, ensure_embedded_index
-
-    index = await ensure_embedded_index(embedded_index_dir(data_dir), on_progress)
-    return TantivyRetriever(index)

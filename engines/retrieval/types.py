@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Collection, Literal, Protocol, Sequence, runtime_checkable
 
-from engines.batch import BatchProgress
 from engines.errors import ArgtuiError
 
 SearchField = Literal["text", "attacks", "supports"]
@@ -19,8 +18,22 @@ RELATIONS: tuple[Relation, ...] = ("attacks", "supports")
 RELATION_TEXT_BOOST = 0.1
 
 
-# Index builds, imports and pushes report progress as batch progress (done of total).
-ProgressCallback = Callable[[BatchProgress], None]
+@dataclass
+class IndexProgress:
+    """How far an index build, import or push got: `done` of `total` arguments, `skipped`
+    of them already there (a resumed push)."""
+
+    total: int
+    done: int = 0
+    skipped: int = 0
+    invalid: int = 0  # what a progress bar reads; an index holds no invalid arguments
+
+    @property
+    def resumed(self) -> int:
+        return self.skipped
+
+
+ProgressCallback = Callable[[IndexProgress], None]
 
 
 class RetrievalError(ArgtuiError):

@@ -1,0 +1,205 @@
+"""`argtui eval <task>`: every task of the registry as a subcommand, with the shared
+options in one place; `argtui eval --list` prints the tasks and their variants."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from argtui.commands import run_with_runtime
+from argtui.progress import batch_progress_bar
+from argtui.runtime import Runtime
+from engines.errors import ArgtuiError
+from engines.judging.evaluate import TaskRun, run_task
+from engines.judging.task import Task, TaskReport, canonical_variant, tasks
+
+HELP = "run a judge over a dataset and report agreement with the reference"
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("eval", help=HELP, description=HELP + ". Interrupted runs resume when rerun.")
+    parser.add_argument("--list", action="store_true", help="print the tasks and their variants")
+    parser.set_defaults(handler=_list_or_usage, eval_parser=parser)
+    task_parsers = parser.add_subparsers(dest="eval_task", metavar="TASK")
+    for task in tasks():
+        _add_task(task_parsers, task)
+
+
+def _add_task(subparsers, task: Task) -> None:
+    parser = subparsers.add_parser(
+        task.name, help=task.title, description=getattr(task, "description", task.title)
+    )
+    default = task.variants()[0]
+    names = ["--variant"] + ([f"--{task.variant_flag}"] if task.variant_flag != "variant" else [])
+    parser.add_argument(
+        *names, dest="variant", nargs="+", metavar=task.variant_flag.upper(),
+        help=f"one or more of {', '.join(task.variants())} (any letter case; default {default})",
+    )
+    parser.add_argument("--judge", metavar="NAME", help="backend profile of the judge (default: the default profile)")
+    parser.add_argument("--limit", type=_positive_int, metavar="N",
+                        help=getattr(task, "limit_help", "only the first N items"))
+    parser.add_argument("--seed", type=int, default=0, help="seed of sampling and item selection (default 0)")
+    parser.add_argument("--concurrency", type=_positive_int, metavar="N",
+                        help="items judged at once (default: what keeps the backend's slots busy)")
+    parser.add_argument("--output", type=Path, metavar="PATH", help=getattr(task, "output_help", "write the reports as JSON"))
+    parser.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
+    for option in task.options:
+        kwargs: dict = {"help": option.help, "dest": option.name}
+        if option.kind == "flag":
+            kwargs["action"] = "store_true"
+        else:
+            kwargs.update(type=option.type, default=option.default, required=option.required)
+            if option.choices is not None:
+                kwargs["choices"] = option.choices
+            if option.metavar:
+                kwargs["metavar"] = option.metavar
+            if option.kind == "many":
+                kwargs["nargs"] = "+"
+        parser.add_argument(option.flag, **kwargs)
+    parser.set_defaults(handler=lambda args: _eval(task, args))
+
+
+def _list_or_usage(args) -> int:
+    if not args.list:
+        args.eval_parser.print_help()
+        return 2
+    console = Console()
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False)
+    for column in ("task", "what it judges", "variants (first: default)"):
+        table.add_column(column)
+    for task in tasks():
+        table.add_row(task.name, Text(task.title), Text(", ".join(task.variants())))
+    console.print(table)
+    return 0
+
+
+def _eval(task: Task, args) -> int:
+    variants = [canonical_variant(task, v) for v in (args.variant or [task.variants()[0]])]
+    check = getattr(task, "check_options", None)
+    if check is not None:
+        check(args)
+    offline = getattr(task, "run_offline", None)
+    report = offline(args) if offline is not None else None
+    if report is not None:  # a judge that needs no backend (e.g. the experts): nothing is run or stored
+        if args.json:
+            print(json.dumps({"task": task.name, "results": [report.data]}, indent=2, default=str))
+        else:
+            Console().print(Text.assemble((report.title, "bold")))
+            print_report(Console(), report)
+        return 0
+    runs = run_with_runtime(lambda runtime: _run(runtime, task, variants, args))
+    if args.output:
+        writer = getattr(task, "write_output", None)
+        if writer is not None:
+            writer(args.output, runs)
+        else:
+            _write_json(args.output, task, runs)
+    if args.json:
+        print(json.dumps(results_json(task, runs), indent=2, default=str))
+    else:
+        console = Console()
+        for run in runs:
+            print_run(console, run)
+    return 0
+
+
+async def _run(runtime: Runtime, task: Task, variants: list[str], args) -> list[TaskRun]:
+    items = task.items(runtime, args)  # read and checked before a backend starts
+    if not items:
+        raise ArgtuiError(f"task {task.name!r}: nothing to judge with these options")
+    client = await runtime.client(args.judge)
+    selection = {"limit": args.limit, "seed": args.seed, **{
+        option.name: _plain(getattr(args, option.name, None))
+        for option in task.options if not (option.judge_option or option.report_option)
+    }}
+    results = []
+    for variant in variants:
+        with batch_progress_bar(f"{task.name} {variant}") as show:
+            results.append(await run_task(
+                runtime, task, client, variant, args, items,
+                selection=selection, concurrency=args.concurrency, on_progress=show,
+            ))
+    return results
+
+
+def _plain(value):
+    if isinstance(value, Path):
+        return str(value.expanduser().resolve())
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def results_json(task: Task, runs: list[TaskRun]) -> dict:
+    return {
+        "task": task.name,
+        "results": [
+            {
+                "judge": run.judge.name, "run_id": run.outcome.run.id, "items": run.outcome.progress.total,
+                "judged_now": run.outcome.judged_now, "resumed": run.outcome.resumed,
+                "invalid": run.outcome.progress.invalid, "usage": run.outcome.progress.usage.as_dict(),
+                "wall_seconds": run.outcome.wall_s, **run.report.data,
+            }
+            for run in runs
+        ],
+    }
+
+
+def _write_json(path: Path, task: Task, runs: list[TaskRun]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results_json(task, runs), indent=2, default=str), encoding="utf-8")
+
+
+def _cell(value) -> Text:
+    if value is None:
+        return Text("–")
+    if isinstance(value, float):
+        return Text("–" if value != value else f"{value:.3f}")
+    return Text(str(value))
+
+
+def print_report(console: Console, report: TaskReport) -> None:
+    """Every table of a report, then its notes; a long first cell (a judge's name) wraps
+    rather than squeezing the numbers, so eight columns fit 80."""
+    for data in report.tables:
+        table = Table(
+            title=data.title, title_justify="left", caption=data.caption or None,
+            box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False,
+        )
+        for number, column in enumerate(data.columns):
+            if number == 0:
+                table.add_column(column, min_width=15)
+            else:
+                table.add_column(column, justify="right")
+        for row in data.rows:
+            table.add_row(*(_cell(value) for value in row))
+        console.print()
+        console.print(table)
+    for note in report.notes:
+        console.print(Text(note, style="dim"))
+
+
+def print_run(console: Console, run: TaskRun) -> None:
+    outcome, usage = run.outcome, run.outcome.progress.usage
+    console.print(Text.assemble((run.report.title, "bold")))
+    print_report(console, run.report)
+    console.print(Text(
+        f"run {outcome.run.id}, judge {run.judge.name}: {outcome.judged_now} judged now, "
+        f"{outcome.resumed} resumed, {outcome.progress.invalid} invalid of {outcome.progress.total}; "
+        f"{usage.calls} LLM answers ({usage.cached_calls} from the cache), "
+        f"{usage.prompt_tokens} prompt + {usage.completion_tokens} completion tokens, {outcome.wall_s:.1f} s"
+    ))
+

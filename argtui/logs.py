@@ -1,0 +1,21 @@
+"""The application log: `logs/argtui.log` in the data directory, never the terminal."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+LOG_NAME = "argtui.log"
+
+
+def log_to_file(data_dir: Path) -> Path:
+    """Send the `argtui` loggers to the log file (once per process); returns its path."""
+    path = data_dir / "logs" / LOG_NAME
+    logger = logging.getLogger("argtui")
+    if not any(isinstance(h, logging.FileHandler) and Path(h.baseFilename) == path for h in logger.handlers):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handler = logging.FileHandler(path, encoding="utf-8")
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+    return path

@@ -1,0 +1,332 @@
+"""What a debate stores, as typed records: a bot turn's step outputs and evidence, the
+Grice judgment of a reply, the argument components of a student message.
+
+The store keeps them as JSON text (it knows no engine type); `DebateRecords`
+writes and reads them, so the screen and the exports only see records. Rows
+written by earlier releases were dumps of the engine's dataclasses and step
+models: the records keep their field names and ignore the fields they dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterable, Literal
+
+from pydantic import BaseModel, ConfigDict, TypeAdapter
+
+from engines.components.types import ComponentResult
+from engines.debate.schemas import FinalSelection, QuerySelection, Reply, SearchPlan, StrategyAnalysis
+from engines.grice.types import GriceJudgment, MetricJudgment
+from engines.retrieval.strategies import ArgumentGraph
+from engines.retrieval.types import Argument
+from store.debates import DebateRepository, DebateTurn, TurnAnalysis
+
+if TYPE_CHECKING:  # the pipeline builds its events from these records
+    from engines.debate.pipeline import BotTurn, EvidenceItem, TurnFailed
+
+
+class Record(BaseModel):
+    # Old rows carry fields (token counts, debaters' labels…) that no record keeps.
+    model_config = ConfigDict(extra="ignore")
+
+
+# ---------------------------------------------------------------- retrieval and evidence
+
+
+class ArgumentRecord(Record):
+    """A retrieved argument, flat as the argument base gives it."""
+
+    id: str
+    text: str
+    topic: str = ""
+    tags: list[str] = []
+    attacks: str | None = None
+    supports: str | None = None
+    source: str = ""
+    relation: str | None = None  # the relation to its parent that the source records
+
+    @staticmethod
+    def fields_of(argument: Argument) -> dict:
+        return {
+            "id": argument.id, "text": argument.text, "topic": argument.topic, "tags": list(argument.tags),
+            "attacks": argument.attacks, "supports": argument.supports, "source": argument.source,
+            "relation": argument.relation,
+        }
+
+
+class GraphNodeRecord(ArgumentRecord):
+    strategy: str  # text | attack | support | chain
+    score: float = 0.0
+
+
+class GraphEdgeRecord(Record):
+    source: str
+    target: str  # an argument id, or "idea" for the query idea
+    relation: str
+
+
+class GraphRecord(Record):
+    """The argument graph retrieved for one query."""
+
+    idea: str
+    goal: str
+    nodes: list[GraphNodeRecord] = []
+    edges: list[GraphEdgeRecord] = []
+
+    @classmethod
+    def of(cls, graph: ArgumentGraph) -> GraphRecord:
+        return cls(
+            idea=graph.idea,
+            goal=graph.goal,
+            nodes=[GraphNodeRecord(**ArgumentRecord.fields_of(node.argument), strategy=node.strategy,
+                                   score=node.score) for node in graph.nodes],
+            edges=[GraphEdgeRecord(source=edge.source, target=edge.target, relation=edge.relation)
+                   for edge in graph.edges],
+        )
+
+
+class EvidenceRow(ArgumentRecord):
+    """A retrieved argument, what it was found for and how far the turn used it."""
+
+    strategy: str = ""  # text | attack | support | chain
+    query: int = 0  # 1-based query number
+    relation_found: str | None = None  # how it relates to what it was retrieved for
+    score: float = 0.0  # the retriever's score
+    selected: bool = False  # step 3
+    final: bool = False  # step 4
+    used: bool = False  # step 5
+
+    @classmethod
+    def of(cls, item: EvidenceItem) -> EvidenceRow:
+        return cls(
+            **ArgumentRecord.fields_of(item.argument), strategy=item.strategy, query=item.query,
+            relation_found=item.relation, score=item.score, selected=item.selected, final=item.final,
+            used=item.used,
+        )
+
+
+EVIDENCE = TypeAdapter(list[EvidenceRow])
+
+
+# ---------------------------------------------------------------- steps
+
+
+class RetrievalStep(Record):
+    graphs: list[GraphRecord]
+
+
+class ReplyStep(Reply):
+    length_action: str | None = None  # None, "regenerated" or "trimmed"
+
+
+class TurnSteps(Record):
+    """Each finished step's output; the fields are named after the pipeline's steps.
+    A failed turn keeps only the step that failed and its raw output."""
+
+    strategy: StrategyAnalysis | None = None
+    queries: SearchPlan | None = None
+    retrieval: RetrievalStep | None = None
+    selection: dict[str, QuerySelection] | None = None  # by query name, SEARCH_1…
+    final: FinalSelection | None = None
+    reply: ReplyStep | None = None
+    failed_step: str | None = None
+    raw: str | None = None
+
+
+# ---------------------------------------------------------------- judgments
+
+
+class MetricRecord(Record):
+    """The judgment of one Grice maxim; `answer` and `p_yes` are None when the output was invalid."""
+
+    metric: str
+    method: str
+    answer: Literal["yes", "no"] | None = None
+    p_yes: float | None = None
+    rationale: str = ""
+    error: str | None = None
+    raw: str = ""
+    source: str = ""
+    calls: int = 0
+    seconds: float = 0.0
+
+    @classmethod
+    def of(cls, judgment: MetricJudgment) -> MetricRecord:
+        return cls(
+            metric=judgment.metric, method=judgment.method, answer=judgment.answer, p_yes=judgment.p_yes,
+            rationale=judgment.rationale, error=judgment.error, raw=judgment.raw, source=judgment.source,
+            calls=judgment.calls, seconds=judgment.seconds,
+        )
+
+
+class GriceRecord(Record):
+    """The Grice judgment of a bot reply: one record per maxim, by maxim."""
+
+    strategy: str
+    metrics: dict[str, MetricRecord] = {}
+    seconds: float = 0.0
+
+    @property
+    def calls(self) -> int:
+        return sum(metric.calls for metric in self.metrics.values())
+
+    @classmethod
+    def of(cls, judgment: GriceJudgment) -> GriceRecord:
+        return cls(
+            strategy=judgment.strategy,
+            metrics={name: MetricRecord.of(metric) for name, metric in judgment.metrics.items()},
+            seconds=judgment.seconds,
+        )
+
+
+class SpanRecord(Record):
+    start: int
+    end: int
+    text: str
+
+
+class TranscriptTurn(Record):
+    role: str  # proponent | opponent | judge | reasoning
+    text: str
+    label: str | None = None  # the label a debater defends
+
+
+class ComponentRecord(Record):
+    """One argument component of a student message and how it got its label."""
+
+    span: SpanRecord
+    method: str
+    label: str | None = None  # None when the deciding output was not a label (`raw` keeps it)
+    distribution: dict[str, float] = {}
+    transcript: list[TranscriptTurn] = []
+    reason: str = ""
+    raw: str = ""
+    skipped: bool = False
+    calls: int = 0
+    seconds: float = 0.0
+
+    @classmethod
+    def of(cls, result: ComponentResult) -> ComponentRecord:
+        return cls(
+            span=SpanRecord(start=result.span.start, end=result.span.end, text=result.span.text),
+            method=result.method,
+            label=result.label,
+            distribution=dict(result.distribution),
+            transcript=[TranscriptTurn(role=t.role, text=t.text, label=t.label) for t in result.transcript],
+            reason=result.reason,
+            raw=result.raw,
+            skipped=result.skipped,
+            calls=result.usage.calls,
+            seconds=result.seconds,
+        )
+
+
+class MessageComponents(Record):
+    """What a components analysis stores."""
+
+    components: list[ComponentRecord]
+
+
+AnalysisResult = GriceRecord | MessageComponents
+RESULT_MODELS: dict[str, type[AnalysisResult]] = {"grice": GriceRecord, "components": MessageComponents}
+
+
+# ---------------------------------------------------------------- stored turns
+
+
+@dataclass(frozen=True)
+class StoredAnalysis:
+    kind: str  # grice | components
+    method: str
+    judge: str
+    result: AnalysisResult
+
+    @classmethod
+    def of(cls, row: TurnAnalysis) -> StoredAnalysis:
+        result = RESULT_MODELS[row.kind].model_validate_json(row.result_json)
+        return cls(row.kind, row.method, row.judge, result)
+
+
+@dataclass(frozen=True)
+class StoredTurn:
+    """A turn as stored: the message, and for a bot reply its steps and evidence, with the analyses of it."""
+
+    id: int
+    position: int
+    role: str  # user | assistant
+    content: str
+    error: str | None = None  # assistant: why the turn failed, with the step
+    length_action: str | None = None
+    seconds: float | None = None
+    steps: TurnSteps | None = None
+    evidence: tuple[EvidenceRow, ...] = ()
+    analyses: tuple[StoredAnalysis, ...] = ()  # oldest first
+
+    @classmethod
+    def of(cls, row: DebateTurn, analyses: Iterable[TurnAnalysis] = ()) -> StoredTurn:
+        return cls(
+            id=row.id, position=row.position, role=row.role, content=row.content, error=row.error,
+            length_action=row.length_action, seconds=row.seconds,
+            steps=TurnSteps.model_validate_json(row.steps_json) if row.steps_json else None,
+            evidence=tuple(EVIDENCE.validate_json(row.evidence_json)) if row.evidence_json else (),
+            analyses=tuple(StoredAnalysis.of(analysis) for analysis in analyses),
+        )
+
+    def _latest(self, model: type[AnalysisResult]) -> AnalysisResult | None:
+        # A turn analysed again shows its latest analysis.
+        return next((a.result for a in reversed(self.analyses) if isinstance(a.result, model)), None)
+
+    @property
+    def grice(self) -> GriceRecord | None:
+        return self._latest(GriceRecord)
+
+    @property
+    def components(self) -> list[ComponentRecord] | None:
+        """None while the message is not labelled."""
+        labelled = self._latest(MessageComponents)
+        return labelled.components if labelled else None
+
+    @property
+    def used_arguments(self) -> list[EvidenceRow]:
+        return [row for row in self.evidence if row.used]
+
+
+class DebateRecords:
+    """A debate's turns and their analyses as records, over the store's JSON columns."""
+
+    def __init__(self, repository: DebateRepository):
+        self.repository = repository
+
+    def turns(self, debate_id: int) -> list[StoredTurn]:
+        rows = self.repository.turns(debate_id)
+        analyses = self.repository.analyses([row.id for row in rows])
+        return [StoredTurn.of(row, [a for a in analyses if a.turn_id == row.id]) for row in rows]
+
+    def add_message(self, debate_id: int, text: str) -> StoredTurn:
+        return StoredTurn.of(self.repository.add_turn(debate_id, "user", text))
+
+    def add_reply(self, debate_id: int, turn: BotTurn) -> StoredTurn:
+        row = self.repository.add_turn(
+            debate_id, "assistant", turn.reply,
+            steps_json=turn.steps.model_dump_json(exclude_none=True),
+            evidence_json=EVIDENCE.dump_json([EvidenceRow.of(item) for item in turn.evidence]).decode(),
+            length_action=turn.length_action, seconds=turn.seconds,
+        )
+        return StoredTurn.of(row)
+
+    def add_failure(self, debate_id: int, failure: TurnFailed, seconds: float) -> StoredTurn:
+        row = self.repository.add_turn(
+            debate_id, "assistant", "",
+            error=f"step {failure.step}: {failure.error}",
+            steps_json=TurnSteps(failed_step=failure.step, raw=failure.raw).model_dump_json(exclude_none=True),
+            seconds=seconds,
+        )
+        return StoredTurn.of(row)
+
+    def add_grice(self, turn_id: int, record: GriceRecord, judge: str) -> None:
+        self.repository.add_analysis(turn_id, "grice", record.strategy, record.model_dump_json(), judge=judge)
+
+    def add_components(self, turn_id: int, method: str, components: list[ComponentRecord], judge: str) -> None:
+        self.repository.add_analysis(
+            turn_id, "components", method, MessageComponents(components=components).model_dump_json(), judge=judge
+        )

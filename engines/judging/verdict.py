@@ -1,0 +1,72 @@
+"""One verdict type for every judgment, and one identity for every judge."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from engines.llm.types import Usage
+from store.judgments import judge_name, options_digest
+
+
+class Verdict(BaseModel):
+    """A judge's answer on one item.
+
+    A judgment is a `label` (A/B/Tie, yes/no, a component type), a `value`
+    (a score), a structured `data` object (e.g. seven rating dimensions, a
+    transcript), or several of these. Output that could not be read is a
+    verdict too: `invalid_reason` says why and `raw` keeps what was said, so
+    every metric can count it.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    label: str | None = None
+    value: float | None = None
+    data: dict[str, Any] | None = None
+    distribution: dict[str, float] = Field(default_factory=dict)
+    raw: str = ""
+    invalid_reason: str | None = None
+    detail: str = ""  # one line for people: a rationale, how the label was reached
+    usage: Usage = Field(default_factory=Usage)
+    seconds: float = 0.0
+
+    @property
+    def valid(self) -> bool:
+        return self.invalid_reason is None
+
+    @classmethod
+    def invalid(cls, reason: str, raw: str = "", usage: Usage | None = None, **values: Any) -> "Verdict":
+        return cls(invalid_reason=reason, raw=raw, usage=usage or Usage(), **values)
+
+
+class JudgeId(BaseModel):
+    """Who judged: backend profile, model, the task's variant (prompting strategy, method,
+    mode) and a digest of any further options that change answers.
+
+    `name` is the one short form every table, report, screen and export uses.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    profile: str
+    model: str
+    variant: str
+    options: str = ""  # options_digest(...)
+
+    @property
+    def name(self) -> str:
+        return judge_name(self.profile, self.model, self.variant, self.options)
+
+    @classmethod
+    def of(cls, profile: str, model: str, variant: str, options: dict[str, Any] | None = None) -> "JudgeId":
+        return cls(profile=profile, model=model, variant=variant, options=options_digest(options or {}))
+
+    @classmethod
+    def parse(cls, name: str) -> "JudgeId":
+        """The inverse of `name`."""
+        head, _, variant = name.partition(" ")
+        variant, _, options = variant.partition(" #")
+        model, _, profile = head.rpartition("@")
+        return cls(profile=profile, model=model, variant=variant, options=options)

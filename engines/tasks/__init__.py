@@ -1,0 +1,1 @@
+"""One module per judge task; each defines `TASK` (see engines/judging/task.py)."""

@@ -1,0 +1,362 @@
+"""The Grice-maxim task (Touché RAD sub-task 2): the four yes/no questions on a bot's reply.
+
+Batch (`argtui eval grice`): an item is one user turn of a RAD debates file (a
+user message and the bot's reply), judged on all four metrics at once. A run
+writes the run file the official sub-task 2 evaluator reads and, with
+`--labels`, scores the positive class per metric.
+
+Arena: an item is one metric of one turn, answered yes or no with P(yes) and a
+rationale. Turns come from the built-in demo examples (known answers, never in
+a prompt) or, when the `touche-rad` dataset is configured and the user picks
+it, from the bot turns of its submissions file (no reference: the RAD labels
+are not public).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Sequence
+
+from engines.datasets.rad import TurnLabels, align_labels, read_rad_debates, read_rad_labels
+from engines.errors import ArgtuiError
+from engines.grice import (
+    DEFAULT_STRATEGY,
+    METRICS,
+    QUESTIONS,
+    STRATEGIES,
+    ExamplePool,
+    GriceContext,
+    GriceJudgment,
+    MetricJudgment,
+    ReasonCache,
+    builtin_pool,
+    check_pool,
+    context_of_turn,
+    judge_turn,
+    methods_for,
+    pool_from_rad,
+)
+from engines.grice.evaluation import grice_report, official_turn, write_official_run
+from engines.judging.evaluate import TaskRun
+from engines.judging.task import Option, ReportTable, TaskContext, TaskItem, TaskReport, canonical_variant
+from engines.judging.verdict import JudgeId, Verdict
+from engines.llm.client import LLMClient
+from engines.llm.types import Usage
+from store.db import Database
+from store.grice import GriceRepository, grice_variant
+
+RUN_KIND = "eval-grice"
+LABELS = ("yes", "no")
+DATASET = "touche-rad"  # [datasets] entry: the RAD folder (or one debates file) for the Arena
+RAD_TURNS_FILE = "touche25-rad-submissions-annotations.jsonl.gz"
+DEMO_TURNS, RAD_TURNS = "built-in demos", "Touché RAD"
+SHOWN_HISTORY = 4  # messages before the user's last one shown in an item's body
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+@dataclass(frozen=True)
+class GriceItem:
+    """What the judge needs of an item: the turn and which of its metrics to judge."""
+
+    context: GriceContext
+    metrics: tuple[str, ...]
+    labels: TurnLabels  # known answers per metric: 1, 0, or None / absent when unknown
+    debate_id: str = ""
+    turn_index: int = 0
+
+
+@dataclass(frozen=True)
+class GriceTaskReport(TaskReport):
+    strategy: str = ""
+    official: tuple[tuple[str, tuple[dict, ...]], ...] = ()  # the run file: (debate id, its turns)
+
+
+def turn_verdict(judgment: GriceJudgment) -> Verdict:
+    """The verdict on the judged metrics of a turn. Every metric's judgment is in `data`;
+    a single metric (the Arena's item) is also the label with P(yes) as its distribution."""
+    metrics = list(judgment.metrics.values())
+    invalid = [m for m in metrics if not m.valid]
+    single = metrics[0] if len(metrics) == 1 else None
+    if single is not None:
+        detail = f"{single.method}: {single.rationale if single.valid else single.error}"
+    else:
+        detail = " · ".join(
+            f"{m.metric} {m.answer} {m.p_yes:.2f}" if m.valid else f"{m.metric} invalid" for m in metrics
+        )
+    return Verdict(
+        label=single.answer if single is not None else None,
+        distribution={"yes": single.p_yes, "no": 1 - single.p_yes} if single is not None and single.valid else {},
+        data={"strategy": judgment.strategy, "metrics": {m.metric: m.to_data() for m in metrics}},
+        raw="\n".join(f"{m.metric}: {m.raw}" for m in invalid),
+        invalid_reason="; ".join(f"{m.metric}: {m.error}" for m in invalid) or None,
+        detail=detail,
+        usage=judgment.usage,
+        seconds=judgment.seconds,
+    )
+
+
+def metric_judgments(verdict: Verdict) -> dict[str, MetricJudgment]:
+    """The per-metric judgments a verdict of this task holds."""
+    return {metric: MetricJudgment.from_data(data) for metric, data in (verdict.data or {})["metrics"].items()}
+
+
+def example_pool(options: Any) -> ExamplePool:
+    """The FSL and Analyzer examples the options name: the built-in pool unless a RAD pool is given."""
+    if (options.pool_debates is None) != (options.pool_labels is None):
+        raise ArgtuiError("--pool-debates and --pool-labels go together")
+    if options.pool_debates is None:
+        return builtin_pool()
+    return _rad_pool(options.pool_debates.expanduser().resolve(), options.pool_labels.expanduser().resolve())
+
+
+@lru_cache(maxsize=4)
+def _rad_pool(debates_path: Path, labels_path: Path) -> ExamplePool:
+    debates = read_rad_debates(debates_path)
+    return pool_from_rad(debates_path.name, debates, align_labels(debates, read_rad_labels(labels_path), labels_path))
+
+
+@dataclass(frozen=True)
+class _Turn:
+    key: str
+    title: str
+    context: GriceContext
+    labels: dict[str, int]
+
+
+@lru_cache(maxsize=1)
+def _demo_turns() -> tuple[_Turn, ...]:
+    return tuple(
+        _Turn(f"demo-{number}", example.source.capitalize(), example.context, example.labels)
+        for number, example in enumerate(builtin_pool().examples, start=1)
+        if example.demo
+    )
+
+
+@lru_cache(maxsize=4)
+def _rad_turns(path: Path) -> tuple[_Turn, ...]:
+    return tuple(
+        _Turn(f"{turn.debate_id}/{turn.index}", f"{turn.debate_id} · turn {turn.index + 1}", context_of_turn(turn), {})
+        for debate in read_rad_debates(path)
+        for turn in debate.user_turns()
+    )
+
+
+def _rad_file(ctx: TaskContext) -> Path | None:
+    path = ctx.dataset_path(DATASET)
+    if path is not None and path.is_dir():
+        path = path / RAD_TURNS_FILE
+    return path if path is not None and path.is_file() else None
+
+
+def _turn_text(context: GriceContext) -> str:
+    history = context.dialogue[-(SHOWN_HISTORY + 1):]
+    omitted = len(context.dialogue) - len(history)
+    lines = [f"({omitted} earlier messages)"] if omitted else []
+    lines += [f"{'User' if role == 'user' else 'Bot'}: {text}" for role, text in history]
+    lines += ["", f"» Bot reply under judgment: {context.reply}", "", "Retrieved arguments:"]
+    lines += [f"  [{n}] {text}" for n, text in enumerate(context.arguments, start=1)] or ["  (none)"]
+    return "\n".join(lines)
+
+
+def _output_path(path: Path, strategy: str, several: bool) -> Path:
+    # The official evaluator reads a directory holding exactly one run file: one per strategy.
+    return path.parent / strategy / path.name if several else path
+
+
+class GriceTask:
+    name = "grice"
+    title = "Grice maxims of a bot reply (Touché RAD sub-task 2)"
+    description = (
+        "Judge each bot reply of Touché RAD debates on the four Grice questions; writes the "
+        "official sub-task 2 run file and, with --labels, scores it."
+    )
+    labels = LABELS
+    variant_flag = "strategy"
+    limit_help = "only the first N debates"
+    output_help = "run file to write (default: in the data directory; one folder per strategy when several)"
+    options = (
+        Option("debates", "debates (*.jsonl[.gz] with simulated_debate) or a GenIRSim run file",
+               type=Path, required=True, metavar="FILE"),
+        Option("labels", "labels in the official *-labels.jsonl shape, one line per debate", type=Path, metavar="FILE"),
+        Option("pool_debates", "labelled example pool for FSL/Analyzer: a debates file (with --pool-labels)",
+               type=Path, metavar="FILE"),
+        Option("pool_labels", "labels of --pool-debates", type=Path, metavar="FILE"),
+        Option("votes", "sampled votes per answer (default 1: P(yes) from logprobs)",
+               type=_positive_int, default=1, metavar="N", judge_option=True),
+        Option("no_rationale", "skip the rationale call (one call per metric instead of two)",
+               kind="flag", judge_option=True),
+    )
+
+    def __init__(self) -> None:
+        self._reasons: tuple[Database, ReasonCache] | None = None
+
+    def variants(self) -> tuple[str, ...]:
+        return (DEFAULT_STRATEGY, *(s for s in STRATEGIES if s != DEFAULT_STRATEGY))
+
+    def filters(self, ctx: TaskContext) -> dict[str, tuple[str, ...]]:
+        found = {"metric": METRICS}
+        if _rad_file(ctx) is not None:
+            found["turns"] = (DEMO_TURNS, RAD_TURNS)
+        return found
+
+    def check_options(self, options: Any) -> None:
+        """Fails before any backend starts when the pool cannot serve a chosen strategy."""
+        pool = example_pool(options)
+        for variant in options.variant or [self.variants()[0]]:
+            check_pool(canonical_variant(self, variant), pool)
+
+    def items(self, ctx: TaskContext, options: Any) -> list[TaskItem]:
+        debates = read_rad_debates(options.debates, options.limit)
+        gold = align_labels(debates, read_rad_labels(options.labels), options.labels) if options.labels else {}
+        items = []
+        for debate in debates:
+            for turn in debate.user_turns():
+                context = context_of_turn(turn)
+                items.append(TaskItem(
+                    key=f"{turn.debate_id}/{turn.index}",
+                    title=f"{turn.debate_id} · turn {turn.index + 1}",
+                    body=_turn_text(context),
+                    payload=GriceItem(context, METRICS, gold.get((turn.debate_id, turn.index), {}),
+                                      turn.debate_id, turn.index),
+                ))
+        return items
+
+    def draw(
+        self, ctx: TaskContext, rng: random.Random, metric: str | None = None, turns: str | None = None
+    ) -> TaskItem:
+        if turns == RAD_TURNS:
+            path = _rad_file(ctx)
+            if path is None:
+                raise ArgtuiError(f"no Touché RAD debates: set {DATASET} under [datasets] in the config file")
+            candidates = _rad_turns(path)
+        else:
+            candidates = _demo_turns()
+        if metric is None:
+            turn = rng.choice(candidates)
+            metric = rng.choice([m for m in METRICS if m in turn.labels] or list(METRICS))
+        else:
+            turn = rng.choice([t for t in candidates if metric in t.labels] or candidates)
+        question = QUESTIONS[metric]
+        known = turn.labels.get(metric)
+        return TaskItem(
+            key=f"{turn.key}/{metric}",
+            title=f"{turn.title} · {question.dimension}",
+            body=f"{question.dimension} ({question.maxim}): {question.question}\n\n{_turn_text(turn.context)}",
+            reference=None if known is None else LABELS[0] if known else LABELS[1],
+            payload=GriceItem(turn.context, (metric,), turn.labels),
+        )
+
+    def judge_variant(self, variant: str, options: Any) -> str:
+        pool = example_pool(options)
+        return grice_variant(variant, pool.name, pool.digest)
+
+    def concurrency(self, variant: str, client: LLMClient, options: Any) -> int:
+        # Each turn runs its metrics at once; enough turns to fill the backend's slots.
+        return max(1, math.ceil(client.profile.max_concurrency / len(METRICS)))
+
+    def _reason_cache(self, db: Database) -> ReasonCache:
+        """One cache per database, shared by concurrent judgments so each stage 1 runs once."""
+        if self._reasons is None or self._reasons[0] is not db:
+            self._reasons = (db, ReasonCache(GriceRepository(db)))
+        return self._reasons[1]
+
+    async def judge(self, ctx: TaskContext, item: TaskItem, variant: str, client: LLMClient, options: Any) -> Verdict:
+        grice: GriceItem = item.payload
+        judgment = await judge_turn(
+            client, grice.context, variant, example_pool(options),
+            reasons=self._reason_cache(ctx.db), votes=options.votes, rationale=not options.no_rationale,
+            metrics=grice.metrics,
+        )
+        return turn_verdict(judgment)
+
+    def report(
+        self, ctx: TaskContext, judge: JudgeId, items: Sequence[TaskItem], verdicts: dict[str, Verdict], options: Any,
+        run_id: int,
+    ) -> GriceTaskReport:
+        pool = example_pool(options)
+        turns = [(item.payload, metric_judgments(verdicts[item.key])) for item in items]
+        strategy = verdicts[items[0].key].data["strategy"]
+        official: dict[str, list[dict]] = {}
+        for turn, metrics in turns:
+            official.setdefault(turn.debate_id, []).append(official_turn(
+                {m: j.p_yes for m, j in metrics.items()}, {m: j.rationale for m, j in metrics.items()},
+            ))
+        lines = tuple((debate_id, tuple(debate_turns)) for debate_id, debate_turns in official.items())
+        output = self._run_file(ctx, run_id, strategy, lines, options)
+
+        count = len(turns)
+        usage = sum((verdicts[item.key].usage for item in items), Usage())
+        per_turn = {
+            "calls": usage.calls / count,
+            "prompt_tokens": usage.prompt_tokens / count,
+            "completion_tokens": usage.completion_tokens / count,
+            "latency_seconds": sum(verdicts[item.key].seconds for item in items) / count,
+        }
+        invalid = {m: sum(1 for _, metrics in turns if not metrics[m].valid) for m in METRICS}
+        data: dict[str, Any] = {
+            "output": str(output) if output else None,
+            "config": {
+                "debates": str(options.debates.expanduser().resolve()), "limit": options.limit,
+                "strategy": strategy,
+                "methods": {metric: method.name for metric, method in methods_for(strategy).items()},
+                "judge": judge.profile, "model": judge.model, "pool": pool.name, "pool_digest": pool.digest,
+                "votes": options.votes, "rationale": not options.no_rationale,
+            },
+            "debates": len(official), "turns": count, "invalid_metrics": invalid, "per_turn": per_turn,
+        }
+        notes = [
+            f"{count} turns of {len(official)} debates, strategy {strategy}, pool {pool.name}",
+            f"per turn: {per_turn['calls']:.1f} LLM calls, {per_turn['prompt_tokens']:.0f} prompt tokens, "
+            f"{per_turn['latency_seconds']:.2f} s latency",
+        ]
+        if any(invalid.values()):
+            notes.append("invalid judgments (scored as no): " + ", ".join(f"{m} {n}" for m, n in invalid.items()))
+        tables = ()
+        if options.labels:
+            scores = grice_report(
+                {m: [turn.labels[m] for turn, _ in turns] for m in METRICS},
+                {m: [metrics[m].p_yes for _, metrics in turns] for m in METRICS},
+            )
+            data["scores"] = scores.as_dict()
+            rows = [
+                (metric, s.precision, s.recall, s.f1, s.labelled, s.unlabelled, s.invalid)
+                for metric, s in scores.metrics.items()
+            ]
+            rows.append(("macro", scores.macro_precision, scores.macro_recall, scores.macro_f1, "", "", ""))
+            tables = (ReportTable(
+                "Positive class (yes), threshold 0.5; null labels left out",
+                ("metric", "precision", "recall", "F1", "labelled", "null", "invalid"), tuple(rows),
+            ),)
+        if output:
+            notes.append(f"run file (official sub-task 2 shape): {output}")
+        return GriceTaskReport(
+            f"Grice maxims · {strategy}", tables, tuple(notes), data, strategy=strategy, official=lines,
+        )
+
+    def _run_file(self, ctx: TaskContext, run_id: int, strategy: str, lines: tuple, options: Any) -> Path:
+        """Where the run file goes: --output (written by `write_output`), else a file of the run
+        in the data directory, written here."""
+        if getattr(options, "output", None) is not None:
+            return _output_path(options.output, strategy, len(options.variant or ()) > 1)
+        path = ctx.data_dir / "runs" / f"{RUN_KIND}-{run_id}" / "run.jsonl"
+        write_official_run(path, lines)
+        return path
+
+    def write_output(self, path: Path, runs: list[TaskRun]) -> None:
+        for run in runs:
+            report: GriceTaskReport = run.report  # type: ignore[assignment]
+            write_official_run(_output_path(path, report.strategy, len(runs) > 1), report.official)
+
+
+TASK = GriceTask()

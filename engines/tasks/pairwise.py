@@ -1,0 +1,259 @@
+"""Pairwise argument quality (seed 000): which of two arguments of a Webis-ArgQuality-20
+topic is stronger on one dimension, A / B / Tie, against the expert comparisons.
+
+The variants are the seed's prompts (zero-shot, few-shot, chain-of-thought);
+--mode, --runs, --temperature and --run-requests say how a pair is asked (see
+engines/pairwise/judge.py) and are named by the judge's variant
+("few/runs3@t1"). The report is the seed's Table 1 per dimension: BT scores
+per topic against the published expert scores, labels against the expert
+labels. `--judge experts` fits BT on the experts' own comparisons instead,
+with no backend and nothing stored.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from engines.datasets.webis import DIMENSIONS, WebisArgument, WebisCorpus
+from engines.errors import ArgtuiError
+from engines.judging.evaluate import TaskRun
+from engines.judging.task import Option, ReportTable, TaskContext, TaskItem, TaskReport
+from engines.judging.verdict import JudgeId, Verdict
+from engines.llm.client import LLMClient
+from engines.llm.types import Usage
+from engines.pairwise.evaluation import PairwiseReport, evaluate, expert_judgments, judged_pair
+from engines.pairwise.judge import MODES, JudgeSettings
+from engines.pairwise.prompts import DIM_ADVERB, LABELS, STRATEGIES
+from engines.pairwise.run import PairItem, judge_item, load_corpus, select_items
+
+NAME = "pairwise"
+EXPERTS = "experts"
+METRIC_HEADERS = {
+    "pearson": "r", "spearman": "ρ", "kendall": "τ", "mae": "MAE", "rmse": "RMSE",
+    "kappa": "κ", "alpha": "α", "percent": "%",
+}
+OUTPUT_SUFFIXES = (".json", ".csv")
+
+
+@dataclass(frozen=True)
+class PairwiseTaskReport(TaskReport):
+    """A task report with the evaluation behind it (`--output` adds its per-argument scores)."""
+
+    variant: str = ""
+    evaluation: PairwiseReport | None = None  # always given; a default only because the base class has them
+
+    def as_dict(self, scores: bool) -> dict:
+        return {"variant": self.variant, **self.evaluation.as_dict(scores)}
+
+
+def _fmt(value: float | None, percent: bool = False) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    return f"{value * 100:.2f}" if percent else f"{value:.3f}"
+
+
+def pairwise_report(
+    title: str, variant: str, evaluation: PairwiseReport, notes: Sequence[str] = ()
+) -> PairwiseTaskReport:
+    """The seed's Table 1 (one row per dimension, then their mean) and, per dimension, the
+    bootstrap intervals, the run-to-run variability and the position bias where measured."""
+    rows = tuple(
+        (row["dimension"], row["pairs"], row["invalid"],
+         *(_fmt(row[key], percent=key == "percent") for key in METRIC_HEADERS))
+        for row in evaluation.table_rows()
+    )
+    table = ReportTable("", ("dimension", "pairs", "invalid", *METRIC_HEADERS.values()), rows,
+                        caption="seed's Table 1 columns")
+    dimension_notes = []
+    for dimension in evaluation.dimensions:
+        parts = []
+        if dimension.intervals:
+            parts.append("95% CI " + ", ".join(
+                f"{METRIC_HEADERS[name]} [{_fmt(i.low)}, {_fmt(i.high)}]" for name, i in dimension.intervals.items()
+            ))
+        if dimension.variability:
+            v = dimension.variability
+            parts.append(
+                f"runs: all equal {v.all_equal}, two equal {v.some_equal}, all different "
+                f"{v.all_different} of {v.items}; α across runs {_fmt(v.alpha)}"
+            )
+        if dimension.position_bias:
+            p = dimension.position_bias
+            parts.append(
+                f"swap: same verdict in both orders {_fmt(p.consistent, True)}%, "
+                f"first-shown argument picked {_fmt(p.first_position, True)}% of decisive answers"
+            )
+        if parts:
+            dimension_notes.append(f"{dimension.dimension}: " + "; ".join(parts))
+    return PairwiseTaskReport(
+        title, (table,), (*dimension_notes, *notes), {"variant": variant, **evaluation.as_dict(scores=False)},
+        variant, evaluation,
+    )
+
+
+def _cost_note(verdicts: Sequence[Verdict]) -> str:
+    usage = sum((verdict.usage for verdict in verdicts), Usage())
+    n = len(verdicts)
+    return (
+        f"LLM cost per judgment over the {n} stored verdicts: {usage.calls / n:.2f} answers, "
+        f"{usage.prompt_tokens / n:.1f} prompt + {usage.completion_tokens / n:.1f} completion tokens"
+    )
+
+
+def write_reports(path: Path, results: Sequence[tuple[PairwiseTaskReport, dict[str, Any]]]) -> None:
+    """.json: every report with its per-argument scores (and the run's counts beside it);
+    .csv: the Table 1 rows of every report."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".json":
+        payload = {"task": NAME, "results": [{**run, **report.as_dict(scores=True)} for report, run in results]}
+        path.write_text(json.dumps(payload, indent=2), encoding="utf-8")
+        return
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=["judge", "dimension", "pairs", "invalid", *METRIC_HEADERS])
+        writer.writeheader()
+        for report, _ in results:
+            writer.writerows(report.evaluation.table_rows())
+
+
+class PairwiseTask:
+    name = NAME
+    title = "Pairwise argument quality (Webis-ArgQuality-20)"
+    description = (
+        "Judge expert comparison pairs with an LLM, fit Bradley-Terry scores per topic and report agreement "
+        "with the experts (the seed's Table 1). `--judge experts` fits BT on the experts' own comparisons "
+        "as a sanity check."
+    )
+    labels = LABELS
+    variant_flag = "prompt"
+    limit_help = "judge a seeded random sample of N pairs per dimension"
+    output_help = "write the result: .json (everything, with per-argument scores) or .csv (Table 1 rows)"
+    # mode, runs, temperature and run requests are named by the variant ("few/runs3@t1"), as
+    # judges were named before tasks existed; marked as judge options they would add a digest.
+    options = (
+        Option("dimension", "quality dimensions (default: all three)", kind="many", choices=DIMENSIONS,
+               default=list(DIMENSIONS)),
+        Option("topics", "topic ids (default: all 20)", type=int, kind="many", metavar="ID"),
+        Option("mode", "runs: majority of --runs samples; logprob: one call, label distribution; "
+               "swap: both orders, position bias (default: runs)", choices=MODES, default="runs"),
+        Option("runs", "samples per pair in runs mode (default: 3)", type=int, default=3),
+        Option("temperature", "sampling temperature (default: 1 for runs, 0 for logprob and swap)", type=float),
+        Option("run_requests", "runs as one request with n (shared prefill, default) or one request each",
+               choices=("one", "separate"), default="one"),
+        Option("data", "an original Webis-ArgQuality-20 release folder (default: the bundled copy)",
+               type=Path, metavar="DIR"),
+        Option("bootstrap", "bootstrap resamples for correlation intervals (0: none; default 1000)",
+               type=int, default=1000, metavar="N", report_option=True),
+    )
+
+    def variants(self) -> tuple[str, ...]:
+        return STRATEGIES
+
+    def filters(self, ctx: TaskContext) -> dict[str, tuple[str, ...]]:
+        return {"dimension": DIMENSIONS}
+
+    def check_options(self, options: Any) -> None:
+        if options.output and options.output.suffix not in OUTPUT_SUFFIXES:
+            raise ArgtuiError(f"--output {options.output}: the file name must end in .json or .csv")
+        if options.runs < 1:
+            raise ArgtuiError("--runs must be at least 1")
+
+    def items(self, ctx: TaskContext, options: Any) -> list[TaskItem]:
+        pairs = select_items(load_corpus(options.data), options.dimension, options.topics, options.limit, options.seed)
+        return [
+            TaskItem(
+                pair.key,
+                f"Topic {pair.topic_id} · {pair.dimension} · {pair.a_uid} vs {pair.b_uid}",
+                f"Which argument is {DIM_ADVERB[pair.dimension]} stronger: A {pair.a_uid} or B {pair.b_uid}?",
+                reference=pair.expert,
+                payload=pair,
+            )
+            for pair in pairs
+        ]
+
+    def draw(self, ctx: TaskContext, rng: random.Random, dimension: str | None = None) -> TaskItem:
+        """A random expert comparison with both texts; the reference adds the published scores."""
+        corpus = load_corpus()
+        dimension = dimension or rng.choice(DIMENSIONS)
+        comparisons = corpus.comparisons[dimension]
+        index = rng.randrange(len(comparisons))
+        comparison = comparisons[index]
+        pair = PairItem(dimension, comparison.topic_id, comparison.a, comparison.b, comparison.label)
+        a, b = corpus.argument(pair.topic_id, pair.a), corpus.argument(pair.topic_id, pair.b)
+        return TaskItem(
+            pair.key,
+            f"Topic {pair.topic_id} · {dimension} · pair {index + 1} of {len(comparisons)}",
+            _pair_text(corpus, pair, a, b),
+            reference=f"{pair.expert} (published {dimension} scores: A {a.scores[dimension]:+.2f}, "
+            f"B {b.scores[dimension]:+.2f})",
+            payload=pair,
+        )
+
+    def settings(self, variant: str, options: Any) -> JudgeSettings:
+        return JudgeSettings(variant, options.mode, options.runs, options.temperature, options.run_requests)
+
+    def judge_variant(self, variant: str, options: Any) -> str:
+        return self.settings(variant, options).variant
+
+    def concurrency(self, variant: str, client: LLMClient, options: Any) -> int:
+        # A pair in runs mode decodes `runs` sequences: keep the server's slots, not its queue, busy.
+        return max(1, client.profile.max_concurrency // self.settings(variant, options).sequences)
+
+    async def judge(
+        self, ctx: TaskContext, item: TaskItem, variant: str, client: LLMClient, options: Any
+    ) -> Verdict:
+        return await judge_item(client, self.settings(variant, options), item.payload, options.data)
+
+    def report(
+        self, ctx: TaskContext, judge: JudgeId, items: Sequence[TaskItem], verdicts: dict[str, Verdict], options: Any,
+        run_id: int,
+    ) -> PairwiseTaskReport:
+        judged = [item for item in items if item.key in verdicts]
+        evaluation = evaluate(
+            load_corpus(options.data), judge.name,
+            [judged_pair(item.payload, verdicts[item.key]) for item in judged],
+            mode=options.mode, resamples=options.bootstrap,
+        )
+        notes = (_cost_note([verdicts[item.key] for item in judged]),) if judged else ()
+        return pairwise_report(f"{judge.name} vs experts", judge.variant, evaluation, notes)
+
+    def run_offline(self, options: Any) -> PairwiseTaskReport | None:
+        """`--judge experts`: BT on the experts' own comparisons against the published scores, with
+        no backend and nothing stored (--output is written here); None for any other judge."""
+        if options.judge != EXPERTS:
+            return None
+        corpus = load_corpus(options.data)
+        pairs = select_items(corpus, options.dimension, options.topics, options.limit, options.seed)
+        evaluation = evaluate(corpus, EXPERTS, expert_judgments(pairs), resamples=options.bootstrap)
+        report = pairwise_report(
+            "experts: BT on their own comparisons vs the published scores", "expert comparisons", evaluation
+        )
+        if options.output:
+            write_reports(options.output, [(report, {})])
+        return report
+
+    def write_output(self, path: Path, runs: Sequence[TaskRun]) -> None:
+        write_reports(path, [
+            (run.report, {
+                "run_id": run.outcome.run.id, "judged_now": run.outcome.judged_now, "resumed": run.outcome.resumed,
+                "usage": run.outcome.progress.usage.as_dict(),
+            })
+            for run in runs
+        ])
+
+
+def _pair_text(corpus: WebisCorpus, pair: PairItem, a: WebisArgument, b: WebisArgument) -> str:
+    topic = corpus.topics[pair.topic_id]
+    return (
+        f"Topic {topic.id}: {topic.long_query}\n"
+        f"Which argument is {DIM_ADVERB[pair.dimension]} stronger?\n\n"
+        f"Argument A ({a.uid}):\n{a.text}\n\nArgument B ({b.uid}):\n{b.text}"
+    )
+
+
+TASK = PairwiseTask()

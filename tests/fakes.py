@@ -1,0 +1,218 @@
+"""The one fake in the suite: a scriptable OpenAI-compatible HTTP server, for injecting faults.
+
+`FakeServer` is a real HTTP server on a free loopback port, run in a thread, so
+the client under test goes through its real connection pool, timeouts and
+retries. Use it as a context manager (or through the `fake_server` fixture):
+
+    with FakeServer([error_reply(503), chat_reply("hello")]) as fake:
+        client = LLMClient(fake.profile())
+
+Chat completions are answered by `answer`: a callable given the request body,
+or a list of replies used in turn, the last one repeating. `/models` lists
+`models`, owned by `owned_by`; `/version` and `/props` (beside `/v1`, as on
+vLLM and llama-server) answer only when given.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Sequence
+
+from engines.llm.profile import BackendProfile
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted answer.
+
+    The body is `json` (serialised), else `text` as it is, else the SSE `events`
+    (dicts are serialised, strings sent as they are). `delay_s` waits before
+    answering; `drop_after` closes the connection after that many SSE events,
+    and 0 closes it before any answer.
+    """
+
+    status: int = 200
+    json: Any = None
+    text: str | None = None
+    events: Sequence[dict | str] | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
+    drop_after: int | None = None
+
+
+def logprob_entry(token: str, logprob: float, top: Sequence[tuple[str, float]] = ()) -> dict:
+    """One token of a choice's `logprobs.content`, with its top alternatives."""
+    return {"token": token, "logprob": logprob, "top_logprobs": [{"token": t, "logprob": lp} for t, lp in top]}
+
+
+def chat_reply(
+    *contents: str,
+    logprobs: Sequence[dict] | None = None,
+    finish_reason: str = "stop",
+    prompt_tokens: int = 5,
+    completion_tokens: int = 1,
+) -> Reply:
+    """A chat completion with one choice per content; `logprobs` (entries) go with every choice."""
+    choices = []
+    for index, content in enumerate(contents):
+        choice = {"index": index, "message": {"role": "assistant", "content": content}, "finish_reason": finish_reason}
+        if logprobs is not None:
+            choice["logprobs"] = {"content": list(logprobs)}
+        choices.append(choice)
+    usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
+    return Reply(json={"choices": choices, "usage": usage})
+
+
+def error_reply(status: int, message: str = "scripted failure", headers: dict[str, str] | None = None) -> Reply:
+    """An error status with an OpenAI-style error body."""
+    return Reply(status=status, json={"error": {"message": message}}, headers=headers or {})
+
+
+def stream_reply(*deltas: str, drop_after: int | None = None, prompt_tokens: int = 3) -> Reply:
+    """A streamed chat completion: one event per delta, then usage and [DONE]."""
+    events: list[dict | str] = [
+        {"choices": [{"index": 0, "delta": {"content": delta}, "finish_reason": None}]} for delta in deltas
+    ]
+    events.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    events.append({"choices": [], "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(deltas)}})
+    events.append("[DONE]")
+    return Reply(events=events, drop_after=drop_after)
+
+
+def disconnect() -> Reply:
+    """The connection closes before any answer."""
+    return Reply(drop_after=0)
+
+
+@dataclass(frozen=True)
+class Received:
+    method: str
+    path: str
+    body: Any
+    at: float  # time.monotonic() when it arrived
+
+
+Answer = Callable[[dict], Reply] | Sequence[Reply]
+
+
+class FakeServer:
+    """A fake OpenAI-compatible server; `received` and `bodies` record what the client sent."""
+
+    def __init__(
+        self,
+        answer: Answer = (chat_reply("OK"),),
+        *,
+        models: Sequence[str] = ("m",),
+        owned_by: str = "fake",
+        version: str | None = None,
+        props: dict | None = None,
+    ):
+        self.answer = answer
+        self.models, self.owned_by, self.version, self.props = list(models), owned_by, version, props
+        self.received: list[Received] = []
+        self.bodies: list[dict] = []  # the chat-completion request bodies, in arrival order
+        self._answered = 0
+        self._lock = threading.Lock()
+        self._closing = threading.Event()
+        self._http = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._http.fake = self  # type: ignore[attr-defined]
+        self._thread = threading.Thread(
+            target=self._http.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-llm", daemon=True
+        )
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._http.server_address[1]}/v1"
+
+    def profile(self, **fields) -> BackendProfile:
+        """A profile pointing at this server (name "fake", model "m" unless given)."""
+        return BackendProfile(**{"name": "fake", "model": "m", "base_urls": [self.url], **fields})
+
+    def __enter__(self) -> "FakeServer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._closing.set()  # ends scripted delays at once
+        self._http.shutdown()
+        self._http.server_close()
+        self._thread.join()
+
+    # ------------------------------------------------------------------ serving (server thread)
+
+    def _reply_for(self, method: str, path: str, body: Any) -> Reply:
+        with self._lock:
+            self.received.append(Received(method, path, body, time.monotonic()))
+        if path == "/v1/models":
+            return Reply(json={"object": "list", "data": [
+                {"id": model, "object": "model", "owned_by": self.owned_by} for model in self.models
+            ]})
+        if path == "/version" and self.version is not None:
+            return Reply(json={"version": self.version})
+        if path == "/props" and self.props is not None:
+            return Reply(json=self.props)
+        if path == "/v1/chat/completions" and method == "POST":
+            with self._lock:
+                self.bodies.append(body)
+            if callable(self.answer):
+                return self.answer(body)
+            with self._lock:
+                index, self._answered = min(self._answered, len(self.answer) - 1), self._answered + 1
+            return self.answer[index]
+        return error_reply(404, f"no route {method} {path}")
+
+    def _send(self, handler: BaseHTTPRequestHandler, reply: Reply) -> None:
+        if reply.delay_s:
+            self._closing.wait(reply.delay_s)
+        if reply.drop_after == 0 or self._closing.is_set():  # a stopped server answers nothing more
+            handler.close_connection = True
+            return
+        handler.send_response(reply.status)
+        for name, value in reply.headers.items():
+            handler.send_header(name, value)
+        if reply.events is None:
+            payload = (json.dumps(reply.json) if reply.json is not None else reply.text or "").encode()
+            handler.send_header("Content-Type", "application/json" if reply.json is not None else "text/plain")
+            handler.send_header("Content-Length", str(len(payload)))
+            handler.end_headers()
+            handler.wfile.write(payload)
+            return
+        handler.send_header("Content-Type", "text/event-stream")
+        handler.send_header("Transfer-Encoding", "chunked")
+        handler.end_headers()
+        for sent, event in enumerate(reply.events):
+            if sent == reply.drop_after:
+                # No terminating chunk: the client sees the body end early, as when a proxy drops.
+                handler.wfile.flush()
+                handler.close_connection = True
+                return
+            data = f"data: {event if isinstance(event, str) else json.dumps(event)}\n\n".encode()
+            handler.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            handler.wfile.flush()
+        handler.wfile.write(b"0\r\n\r\n")
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, as real servers do
+
+    def do_GET(self) -> None:
+        self._serve()
+
+    def do_POST(self) -> None:
+        self._serve()
+
+    def _serve(self) -> None:
+        fake: FakeServer = self.server.fake  # type: ignore[attr-defined]
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        body = json.loads(raw) if raw else None
+        try:
+            fake._send(self, fake._reply_for(self.command, self.path, body))
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up first (a timeout test)
+            self.close_connection = True
+
+    def log_message(self, format: str, *args) -> None:  # keep test output clean
+        pass
