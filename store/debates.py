@@ -26,6 +26,7 @@ class Debate(SQLModel, table=True):
     claim: str
     user_side: str = Field(description="pro | con: the student's side; the bot argues the other")
     backend: str = Field(default="", description="backend profile the bot used")
+    level: int = Field(default=2, description="the opponent's level: 0 retrieval, 1 quick, 2 the five steps")
     created_at: datetime = Field(default_factory=_now)
     updated_at: datetime = Field(default_factory=_now, index=True)
 
@@ -42,6 +43,7 @@ class DebateTurn(SQLModel, table=True):
     evidence_json: str | None = Field(default=None, description="assistant: retrieved arguments and their use")
     length_action: str | None = None
     error: str | None = Field(default=None, description="assistant: why the turn failed, with the step")
+    state: str = Field(default="done", description="running | done | failed | cancelled")
     seconds: float | None = None
     created_at: datetime = Field(default_factory=_now)
 

@@ -17,7 +17,7 @@ from typing import Callable
 
 from sqlalchemy.engine import Connection
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # Steps that carry one task's schema-1 judgment table into `judgment`; a store module adds its
 # own with `@judgments_from_v1` (every store module is imported before the database opens).
@@ -31,10 +31,8 @@ def judgments_from_v1(step: Callable[[Connection], object]) -> Callable[[Connect
 
 def _v1_to_v2(conn: Connection) -> None:
     """Batch runs name their task and judge; judgments move to the `judgment` table (new: create_all)."""
-    columns = {row[1] for row in conn.exec_driver_sql("PRAGMA table_info(batch_run)")}
     for column in ("task", "judge"):
-        if column not in columns:
-            conn.exec_driver_sql(f"ALTER TABLE batch_run ADD COLUMN {column} VARCHAR NOT NULL DEFAULT ''")
+        _add_column(conn, "batch_run", column, "VARCHAR NOT NULL DEFAULT ''")
     # Runs from before tasks had names: the task is the kind without its "eval-" prefix.
     conn.exec_driver_sql("UPDATE batch_run SET task = substr(kind, 6) WHERE task = '' AND kind LIKE 'eval-%'")
     # Every task's old judgments into the one judgment table (the old tables stay as they were).
@@ -42,7 +40,20 @@ def _v1_to_v2(conn: Connection) -> None:
         copy(conn)
 
 
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2}
+def _v2_to_v3(conn: Connection) -> None:
+    """Debates have an opponent level (the five steps, level 2, before levels existed) and
+    turns a state, so an interrupted turn can say so."""
+    _add_column(conn, "debate", "level", "INTEGER NOT NULL DEFAULT 2")
+    _add_column(conn, "debate_turn", "state", "VARCHAR NOT NULL DEFAULT 'done'")
+    conn.exec_driver_sql("UPDATE debate_turn SET state = 'failed' WHERE error IS NOT NULL")
+
+
+def _add_column(conn: Connection, table: str, column: str, declaration: str) -> None:
+    if column not in {row[1] for row in conn.exec_driver_sql(f"PRAGMA table_info({table})")}:
+        conn.exec_driver_sql(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
+
+
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
 def migrate(conn: Connection, from_version: int) -> None:

@@ -177,11 +177,12 @@ def print_report(console: Console, report: TaskReport) -> None:
     for data in report.tables:
         table = Table(
             title=data.title, title_justify="left", caption=data.caption or None,
-            box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False,
+            box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=0,  # the box puts a space between columns
         )
+        longest = max((len(str(row[0])) for row in data.rows), default=0)
         for number, column in enumerate(data.columns):
             if number == 0:
-                table.add_column(column, min_width=15)
+                table.add_column(column, min_width=min(15, max(longest, len(column))))
             else:
                 table.add_column(column, justify="right")
         for row in data.rows:
