@@ -17,6 +17,7 @@ from engines.llm.status import BackendStatus, probe
 from engines.retrieval.backends import open_retriever
 from engines.retrieval.settings import RetrievalSettings
 from engines.retrieval.types import ProgressCallback, Retriever
+from engines.secrets import redact
 from store import Database
 from store.llm_cache import ResponseCache
 
@@ -77,8 +78,8 @@ class Runtime:
             client = await self.client(profile.name)
         except Exception as exc:  # start failures become a status line, not a crash
             return BackendStatus(
-                name=profile.name, kind=profile.kind, urls=list(profile.base_urls),
-                embedded=profile.embedded, error=str(exc),
+                name=profile.name, kind=profile.kind, urls=[redact(url) for url in profile.base_urls],
+                embedded=profile.embedded, error=redact(str(exc), [profile.api_key()]),
             )
         start_s = self._embedded.ready_after_s if profile.embedded and self._embedded else None
         return await probe(client, start_s)

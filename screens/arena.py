@@ -76,7 +76,7 @@ class JudgeCard(Static):
         self.column = column
         self.labels = tuple(labels)
         self.answer: Verdict | None = None
-        self.border_title = column.title
+        self.border_title = Text(column.title)  # profile names come from the config: never markup
 
     def show_state(self, message: str) -> None:
         self.answer = None

@@ -86,7 +86,7 @@ class TextPrompt(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(self.question)
+            yield Label(self.question, markup=False)
             yield Input(self.value, placeholder=self.placeholder, id="prompt-input")
 
     @on(Input.Submitted)
@@ -303,10 +303,10 @@ class RatingScreen(Screen):
                 ("  ·  position ", "dim"), f"{position.uid} ({state.position_index + 1}/{len(state.positions)})",
             )
         )
-        self.query_one("#position", VerticalScroll).border_title = f"Position {position.uid}"
+        self.query_one("#position", VerticalScroll).border_title = Text(f"Position {position.uid}")
         self.query_one("#position-text", Static).update(Text(position.text))
         self.query_one("#critiques", Static).update(self._critique_list())
-        self.query_one("#critique", VerticalScroll).border_title = f"Critique {critique.uid}"
+        self.query_one("#critique", VerticalScroll).border_title = Text(f"Critique {critique.uid}")
         self.query_one("#critique-text", Static).update(Text(critique.text))
         self.query_one("#editor", Static).update(self._editor(critique))
         self.query_one("#source", Static).update(self._source(critique))
@@ -427,7 +427,7 @@ class RatingScreen(Screen):
                 self.go_to(candidate.id)
                 return
         if not quiet:
-            self.notify(f"{self.rater} has rated every critique. Revise any with Enter after changing it.")
+            self.notify(f"{self.rater} has rated every critique. Revise any with Enter after changing it.", markup=False)
 
     def action_toggle_position(self) -> None:
         self.toggle_class("-position")
@@ -478,7 +478,7 @@ class RatingScreen(Screen):
         )
         self.state.current[critique.id] = rating
         self.drafts[critique.id] = Draft.from_rating(rating)
-        self.notify(f"{'Revised' if revises else 'Saved'} {critique.uid} (overall {rating.values['overall']:.2f}).")
+        self.notify(f"{'Revised' if revises else 'Saved'} {critique.uid} (overall {rating.values['overall']:.2f}).", markup=False)
         self.refresh_view()
         return rating
 

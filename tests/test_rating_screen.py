@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -189,3 +190,30 @@ def test_a_confirmed_rating_survives_kill_9_right_after_confirmation(argtui_home
         assert [(r.critique_uid, r.values["overall"]) for r in ratings] == [("demo-p01-c1", 0.6)]
     finally:
         database.close()
+
+
+async def test_ids_and_texts_that_look_like_markup_are_shown_as_they_are(tmp_path):
+    hostile = tmp_path / "hostile.jsonl"
+    rows = [
+        {"position_id": "p[/]", "position": "A [bold]claim[/bold] with [/] inside.",
+         "critique_id": "c[red]1[/", "critique": "It fails [link=x]here[/link].", "source": "[/]human"},
+        {"position_id": "p[/]", "position": "A [bold]claim[/bold] with [/] inside.",
+         "critique_id": "c2[/]", "critique": "Another one.", "source": "model"},
+    ]
+    hostile.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    app = ArgtuiApp()
+    async with app.run_test(size=(100, 32)) as pilot:
+        import_critiques(CritiqueRepository(app.services.db), hostile)
+        screen = RatingScreen(rater="ann")
+        await app.push_screen(screen)
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert "p[/]" in status(app)
+        # What a border title renders (its getter returns markup, escaped imperfectly by Textual).
+        assert screen.query_one("#position")._border_title.plain == "Position p[/]"
+        assert screen.query_one("#critique")._border_title.plain == "Critique c[red]1[/"
+        assert "[bold]claim[/bold]" in str(screen.query_one("#position-text", Static).render())
+        await pilot.press("s")  # reveal the source: shown as written
+        await pilot.pause()
+        assert "[/]human" in str(screen.query_one("#source", Static).render())

@@ -38,6 +38,7 @@ from engines.llm.types import (
     TokenLogprob,
     Usage,
 )
+from engines.secrets import redact, url_credentials
 
 Message = dict[str, str]
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -53,9 +54,12 @@ class ResponseCache(Protocol):
     def put(self, key: str, model: str, response: dict) -> None: ...
 
 
-def cache_key(model: str, messages: Sequence[Message], params: dict, sample_index: int) -> str:
+def cache_key(
+    endpoint: str, model: str, messages: Sequence[Message], params: dict, sample_index: int
+) -> str:
+    """One answer's key: who serves it (`endpoint`, the client's identity), what, and which sample."""
     payload = json.dumps(
-        {"model": model, "messages": list(messages), "params": params, "sample": sample_index},
+        {"endpoint": endpoint, "model": model, "messages": list(messages), "params": params, "sample": sample_index},
         sort_keys=True,
         separators=(",", ":"),
         ensure_ascii=False,
@@ -185,6 +189,14 @@ class LLMClient:
         if not profile.base_urls:
             raise BackendError(profile.name, "-", "the profile has no base URL")
         self.profile = profile
+        key = profile.api_key()
+        # Redacted from every error text: a server may echo the request, a URL carry credentials.
+        self._secrets = [key, *(part for url in profile.base_urls for part in url_credentials(url))]
+        # Answers are cached per serving endpoint: another server's answers are not this one's.
+        # The embedded server moves to a free port on every start, so it is known by its profile.
+        self.endpoint = profile.name if profile.embedded else " ".join(
+            sorted(redact(_normalise_base_url(url), self._secrets) for url in profile.base_urls)
+        )
         self.cache = cache
         self.accounting = Accounting()
         self.base_urls = [_normalise_base_url(url) for url in profile.base_urls]
@@ -194,7 +206,6 @@ class LLMClient:
         self._adapter: OpenAIAdapter | None = ADAPTERS[profile.kind] if profile.kind else None
         self._detecting = asyncio.Lock()
         headers = {}
-        key = profile.api_key()
         if key:
             headers["Authorization"] = f"Bearer {key}"
         # httpx's pool scans every connection on each state change, which costs
@@ -281,7 +292,7 @@ class LLMClient:
         if self._model is None:
             served = await self.models()
             if not served:
-                raise BackendError(self.profile.name, self.base_urls[0], "serves no model")
+                raise self._error(self.base_urls[0], "serves no model")
             self._model = served[0]
         return self._model
 
@@ -424,7 +435,7 @@ class LLMClient:
         if top_logprobs:
             params["logprobs"] = True
             params["top_logprobs"] = min(top_logprobs, MAX_TOP_LOGPROBS)
-        key = cache_key(model, messages, params, sample_index)
+        key = cache_key(self.endpoint, model, messages, params, sample_index)
         return {"model": model, "messages": list(messages), **params}, key
 
     async def _complete(
@@ -440,7 +451,7 @@ class LLMClient:
         body, _ = await self._body_and_key(messages, sampling, top_logprobs, constraint, 0)
         model = body["model"]
         params = {k: v for k, v in body.items() if k not in ("model", "messages")}
-        keys = [cache_key(model, messages, params, i) for i in range(n)]
+        keys = [cache_key(self.endpoint, model, messages, params, i) for i in range(n)]
         results: list[Completion | None] = [None] * n
         if self.cache:
             for i, key in enumerate(keys):
@@ -478,12 +489,12 @@ class LLMClient:
             prompt_tokens = int(usage.get("prompt_tokens") or 0)
             completion_tokens = int(usage.get("completion_tokens") or 0)
         except (AttributeError, TypeError, ValueError):
-            raise BackendError(
-                self.profile.name, url, f"answered with an unexpected shape: {json.dumps(data)[:200]}"
+            raise self._error(
+                url, f"answered with an unexpected shape: {json.dumps(data)[:200]}"
             ) from None
         if len(answers) < len(sample_indices):
-            raise BackendError(
-                self.profile.name, url,
+            raise self._error(
+                url,
                 f"asked for {len(sample_indices)} choices, got {len(answers)}",
             )
         completions = []
@@ -518,6 +529,19 @@ class LLMClient:
             return min(BACKOFF_MAX_S, error.retry_after_s)
         return self._backoff(state)
 
+    def redact(self, text: str) -> str:
+        """`text` without this profile's key or URL credentials."""
+        return redact(text, self._secrets)
+
+    @property
+    def shown_urls(self) -> list[str]:
+        """The base URLs as they may be shown: without credentials."""
+        return [self.redact(url) for url in self.base_urls]
+
+    def _error(self, url: str, message: str, status: int | None = None) -> BackendError:
+        """A BackendError of this profile, its secrets redacted."""
+        return BackendError(self.profile.name, url, message, status, secrets=self._secrets)
+
     def _count_retry(self, state: RetryCallState) -> None:
         self.accounting.retries += 1
 
@@ -525,8 +549,8 @@ class LLMClient:
         error = state.outcome.exception()
         if isinstance(error, BackendError):
             raise error
-        raise BackendError(
-            self.profile.name, url,
+        raise self._error(
+            url,
             f"{type(error).__name__} after {state.attempt_number} attempts: {str(error) or 'no detail'}",
         ) from error
 
@@ -540,7 +564,7 @@ class LLMClient:
             raise _RetryableStatus(
                 self.profile.name, url, _error_text(response), response.status_code, _retry_after_s(response)
             )
-        raise BackendError(self.profile.name, url, _error_text(response), response.status_code)
+        raise self._error(url, _error_text(response), response.status_code)
 
     async def _request(self, method: str, url: str, body: dict | None) -> tuple[dict, float]:
         """One HTTP call (with retries) answered by a JSON object, and the seconds it took."""
@@ -555,11 +579,11 @@ class LLMClient:
         try:
             data = response.json()
         except (json.JSONDecodeError, UnicodeDecodeError):
-            raise BackendError(
-                self.profile.name, url, f"answered with non-JSON: {response.text[:200]!r}"
+            raise self._error(
+                url, f"answered with non-JSON: {response.text[:200]!r}"
             ) from None
         if not isinstance(data, dict):
-            raise BackendError(self.profile.name, url, f"answered with an unexpected shape: {response.text[:200]}")
+            raise self._error(url, f"answered with an unexpected shape: {response.text[:200]}")
         return data, time.perf_counter() - started
 
     async def _stream_request(self, body: dict) -> AsyncIterator[StreamEvent]:
@@ -593,14 +617,14 @@ class LLMClient:
                                     yield TextDelta(delta)
                                 finish_reason = choice.get("finish_reason") or finish_reason
                     except SSEError as exc:  # an httpx.TransportError, but retrying cannot help
-                        raise BackendError(self.profile.name, url, f"did not answer with an event stream: {exc}") from None
+                        raise self._error(url, f"did not answer with an event stream: {exc}") from None
                     except json.JSONDecodeError:
-                        raise BackendError(self.profile.name, url, f"sent a non-JSON event: {event.data[:200]!r}") from None
+                        raise self._error(url, f"sent a non-JSON event: {event.data[:200]!r}") from None
                     except httpx.TransportError as exc:
                         if not parts:
                             raise
-                        raise BackendError(
-                            self.profile.name, url,
+                        raise self._error(
+                            url,
                             f"the stream broke after {sum(map(len, parts))} characters: "
                             f"{type(exc).__name__}: {str(exc) or 'no detail'}",
                         ) from exc

@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from engines.secrets import redact
+
 BackendKind = Literal["vllm", "llamacpp", "openai"]
 EMBEDDED_PROFILE = "embedded"
 
@@ -62,5 +64,6 @@ class BackendProfile(BaseModel):
     def public_dict(self) -> dict:
         """What may be shown or exported: the key's variable name, never its value."""
         data = self.model_dump(exclude={"embedded"})
+        data["base_urls"] = [redact(url) for url in self.base_urls]  # credentials in a URL are a key too
         data["api_key_set"] = self.api_key() is not None
         return data

@@ -30,7 +30,7 @@ async def probe(client: LLMClient, start_s: float | None = None) -> BackendStatu
     status = BackendStatus(
         name=profile.name,
         kind=profile.kind,
-        urls=list(client.base_urls),
+        urls=client.shown_urls,
         embedded=profile.embedded,
         start_s=start_s,
     )
@@ -41,5 +41,5 @@ async def probe(client: LLMClient, start_s: float | None = None) -> BackendStatu
         status.latency_s = await client.ping()
         status.reachable = True
     except ArgtuiError as exc:
-        status.error = str(exc)
+        status.error = client.redact(str(exc))
     return status

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Generic, Literal, TypeVar
+from typing import Generic, Literal, Sequence, TypeVar
 
 from engines.errors import ArgtuiError
+from engines.secrets import redact
 
 T = TypeVar("T")
 
@@ -145,8 +146,10 @@ class Accounting:
 class BackendError(ArgtuiError):
     """The backend could not answer (after retries, where retrying made sense)."""
 
-    def __init__(self, profile: str, url: str, message: str, status: int | None = None):
+    def __init__(
+        self, profile: str, url: str, message: str, status: int | None = None, *, secrets: Sequence[str | None] = ()
+    ):
         self.profile = profile
-        self.url = url
+        self.url = redact(url, secrets)
         self.status = status
-        super().__init__(f"backend {profile!r} at {url}: {message}")
+        super().__init__(redact(f"backend {profile!r} at {url}: {message}", secrets))
