@@ -18,6 +18,7 @@ from argtui.runtime import Runtime
 from engines.errors import ArgtuiError
 from engines.judging.evaluate import TaskRun, run_task
 from engines.judging.task import Task, TaskReport, canonical_variant, tasks
+from engines.output import write_text_file
 
 HELP = "run a judge over a dataset and report agreement with the reference"
 
@@ -159,8 +160,7 @@ def results_json(task: Task, runs: list[TaskRun]) -> dict:
 
 
 def _write_json(path: Path, task: Task, runs: list[TaskRun]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(results_json(task, runs), indent=2, default=str), encoding="utf-8")
+    write_text_file(path, json.dumps(results_json(task, runs), indent=2, default=str), make_parents=True)
 
 
 def _cell(value) -> Text:

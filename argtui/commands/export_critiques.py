@@ -3,13 +3,13 @@ ratings, revisions included (each names the rating it revises and the reason).""
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 from argtui.commands import run_with_runtime
 from argtui.runtime import Runtime
 from engines.critiques.files import export_records, render
+from engines.output import write_text_file
 from store.critiques import CritiqueRepository
 
 
@@ -35,9 +35,6 @@ def _export(args) -> int:
     if args.output is None:
         sys.stdout.write(text)
         return 0
-    # Written next to the target and moved into place: an interrupted export leaves no half file.
-    partial = args.output.with_name(args.output.name + ".partial")
-    partial.write_text(text, encoding="utf-8")
-    os.replace(partial, args.output)
+    write_text_file(args.output, text)
     print(f"wrote {args.output}", file=sys.stderr)
     return 0

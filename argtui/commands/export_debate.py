@@ -10,6 +10,7 @@ from argtui.runtime import Runtime
 from engines.debate.export import full_record, rad_run
 from engines.debate.records import DebateRecords
 from engines.errors import ArgtuiError
+from engines.output import write_text_file
 from store.debates import DebateRepository
 
 
@@ -33,7 +34,7 @@ async def _export(runtime: Runtime, args) -> int:
         record = full_record(repository, debate)
     text = json.dumps(record, ensure_ascii=False)
     if args.output:
-        args.output.write_text(text + "\n", encoding="utf-8")
+        write_text_file(args.output, text + "\n")
     else:
         print(text)
     return 0

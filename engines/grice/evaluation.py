@@ -24,6 +24,7 @@ from typing import Iterable, Sequence
 from engines.grice.questions import METRICS, QUESTIONS
 from engines.grice.types import YES_THRESHOLD
 from engines.metrics.classification import positive_class_scores
+from engines.output import write_text_file
 
 INVALID_SCORE = 0.0
 
@@ -42,15 +43,11 @@ def official_turn(scores: dict[str, float | None], explanations: dict[str, str] 
 
 def write_official_run(path: Path, debates: Iterable[tuple[str, list[dict]]]) -> int:
     """Writes (debate id, official turns) as the run file; returns the number of lines."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     lines = [
         json.dumps({"id": debate_id, "userTurnsEvaluations": turns}, ensure_ascii=False)
         for debate_id, turns in debates
     ]
-    # Written to a sibling file and renamed, so a reader never sees half a run.
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    partial.replace(path)
+    write_text_file(path, "".join(line + "\n" for line in lines), make_parents=True)
     return len(lines)
 
 

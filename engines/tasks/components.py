@@ -45,6 +45,7 @@ from engines.judging.task import Option, ReportTable, TaskContext, TaskItem, Tas
 from engines.judging.verdict import JudgeId, Verdict
 from engines.llm.client import LLMClient
 from engines.metrics.classification import INVALID
+from engines.output import write_text_file
 from store.components import JUDGMENT_TASK
 from store.db import Database
 
@@ -226,8 +227,7 @@ class ComponentsTask:
             }
             for run in runs
         ]
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(written[0] if len(written) == 1 else written, indent=2), encoding="utf-8")
+        write_text_file(path, json.dumps(written[0] if len(written) == 1 else written, indent=2), make_parents=True)
 
 
 TASK = ComponentsTask()

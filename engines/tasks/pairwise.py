@@ -13,6 +13,7 @@ with no backend and nothing stored.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import random
@@ -27,6 +28,7 @@ from engines.judging.task import Option, ReportTable, TaskContext, TaskItem, Tas
 from engines.judging.verdict import JudgeId, Verdict
 from engines.llm.client import LLMClient
 from engines.llm.types import Usage
+from engines.output import write_text_file
 from engines.pairwise.evaluation import PairwiseReport, evaluate, expert_judgments, judged_pair
 from engines.pairwise.judge import MODES, JudgeSettings
 from engines.pairwise.prompts import DIM_ADVERB, LABELS, STRATEGIES
@@ -109,16 +111,16 @@ def _cost_note(verdicts: Sequence[Verdict]) -> str:
 def write_reports(path: Path, results: Sequence[tuple[PairwiseTaskReport, dict[str, Any]]]) -> None:
     """.json: every report with its per-argument scores (and the run's counts beside it);
     .csv: the Table 1 rows of every report."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix == ".json":
         payload = {"task": NAME, "results": [{**run, **report.as_dict(scores=True)} for report, run in results]}
-        path.write_text(json.dumps(payload, indent=2), encoding="utf-8")
+        write_text_file(path, json.dumps(payload, indent=2), make_parents=True)
         return
-    with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=["judge", "dimension", "pairs", "invalid", *METRIC_HEADERS])
-        writer.writeheader()
-        for report, _ in results:
-            writer.writerows(report.evaluation.table_rows())
+    rows = io.StringIO()
+    writer = csv.DictWriter(rows, fieldnames=["judge", "dimension", "pairs", "invalid", *METRIC_HEADERS])
+    writer.writeheader()
+    for report, _ in results:
+        writer.writerows(report.evaluation.table_rows())
+    write_text_file(path, rows.getvalue(), make_parents=True)
 
 
 class PairwiseTask:

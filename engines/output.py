@@ -1,0 +1,58 @@
+"""Writing a result file the user named: all of it or nothing, and never over what is not a file.
+
+The text goes to a fresh temporary file beside the target (`tempfile.mkstemp`:
+an unpredictable name, created exclusively, so nothing planted there is
+followed) and is renamed over the target once complete. A target that exists
+and is not a regular file (a directory, a FIFO, a device, a symlink) is refused
+rather than replaced.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+from engines.errors import ArgtuiError
+
+
+class OutputError(ArgtuiError):
+    pass
+
+
+def write_text_file(path: Path, text: str, *, make_parents: bool = False) -> Path:
+    """Write `text` (UTF-8) to `path` atomically; `make_parents` creates missing folders."""
+    path = Path(path).expanduser()
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot be written ({exc.strerror or exc})") from None
+    if mode is not None and not stat.S_ISREG(mode):
+        kind = "a folder" if stat.S_ISDIR(mode) else "a link" if stat.S_ISLNK(mode) else "not a regular file"
+        raise OutputError(f"{path}: is {kind}; give the path of a file to write")
+    parent = path.parent
+    if make_parents:
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise OutputError(f"{parent}: cannot create the folder ({exc.strerror or exc})") from None
+    elif not parent.is_dir():
+        raise OutputError(f"{path}: the folder {parent} does not exist")
+    try:
+        handle, temporary = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot be written ({exc.strerror or exc})") from None
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
+            out.write(text)
+        os.replace(temporary, path)
+    except OSError as exc:
+        os.unlink(temporary)
+        raise OutputError(f"{path}: cannot be written ({exc.strerror or exc})") from None
+    except BaseException:
+        os.unlink(temporary)
+        raise
+    return path
