@@ -32,7 +32,7 @@ class Reply:
     The body is `json` (serialised), else `text` as it is, else the SSE `events`
     (dicts are serialised, strings sent as they are). `delay_s` waits before
     answering; `drop_after` closes the connection after that many SSE events,
-    and 0 closes it before any answer.
+    and 0 closes it before any answer; `trickle_s` sends the body a byte at a time.
     """
 
     status: int = 200
@@ -42,6 +42,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
     drop_after: int | None = None
+    trickle_s: float = 0.0  # send a JSON body one byte at a time, this long apart
 
 
 def logprob_entry(token: str, logprob: float, top: Sequence[tuple[str, float]] = ()) -> dict:
@@ -110,6 +111,7 @@ class FakeServer:
         owned_by: str = "fake",
         version: str | None = None,
         props: dict | None = None,
+        port: int = 0,
     ):
         self.answer = answer
         self.models, self.owned_by, self.version, self.props = list(models), owned_by, version, props
@@ -118,15 +120,19 @@ class FakeServer:
         self._answered = 0
         self._lock = threading.Lock()
         self._closing = threading.Event()
-        self._http = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._http = ThreadingHTTPServer(("127.0.0.1", port), _Handler)  # port 0: a free one
         self._http.fake = self  # type: ignore[attr-defined]
         self._thread = threading.Thread(
             target=self._http.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-llm", daemon=True
         )
 
     @property
+    def port(self) -> int:
+        return self._http.server_address[1]
+
+    @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._http.server_address[1]}/v1"
+        return f"http://127.0.0.1:{self.port}/v1"
 
     def profile(self, **fields) -> BackendProfile:
         """A profile pointing at this server (name "fake", model "m" unless given)."""
@@ -179,7 +185,14 @@ class FakeServer:
             handler.send_header("Content-Type", "application/json" if reply.json is not None else "text/plain")
             handler.send_header("Content-Length", str(len(payload)))
             handler.end_headers()
-            handler.wfile.write(payload)
+            if not reply.trickle_s:
+                handler.wfile.write(payload)
+                return
+            for byte in payload:
+                if self._closing.wait(reply.trickle_s):
+                    return
+                handler.wfile.write(bytes([byte]))
+                handler.wfile.flush()
             return
         handler.send_header("Content-Type", "text/event-stream")
         handler.send_header("Transfer-Encoding", "chunked")

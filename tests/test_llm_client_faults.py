@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from dataclasses import replace
 
 import pytest
@@ -23,15 +24,6 @@ MESSAGES = [{"role": "user", "content": "hi"}]
 
 def client_for(fake: FakeServer, kind="llamacpp", retries=3, timeout_s=5.0) -> LLMClient:
     return LLMClient(fake.profile(kind=kind, retries=retries, timeout_s=timeout_s), backoff_base_s=0)
-
-
-async def test_timeout_then_success_is_retried(fake_server):
-    fake_server.answer = [replace(chat_reply("late"), delay_s=3), chat_reply("hello")]
-    async with client_for(fake_server, timeout_s=0.5) as client:
-        completion = await client.chat(MESSAGES)
-    assert completion.text == "hello"
-    assert len(fake_server.bodies) == 2
-    assert client.accounting.retries == 1
 
 
 async def test_500_then_success_is_retried(fake_server):
@@ -266,3 +258,25 @@ async def test_an_unreachable_server_is_not_given_a_kind():
     async with LLMClient(profile) as client:
         status = await probe(client)
     assert not status.reachable and status.kind is None and "ConnectError" in status.error
+
+
+async def test_a_slow_answer_meets_one_deadline_and_is_not_sent_twice():
+    slow = Reply(json=chat_reply("late").json, delay_s=5)
+    with FakeServer([slow]) as fake:
+        async with LLMClient(fake.profile(kind="openai", timeout_s=0.5, retries=3), backoff_base_s=0.01) as client:
+            started = time.perf_counter()
+            with pytest.raises(BackendError, match=r"no answer within 0.5 s .*not sent again"):
+                await client.chat([{"role": "user", "content": "hi"}])
+            assert time.perf_counter() - started < 3
+        assert len(fake.bodies) == 1
+
+
+async def test_a_trickling_server_cannot_hold_a_call_past_its_deadline():
+    trickle = Reply(json=chat_reply("x" * 200).json, trickle_s=0.05)  # each byte well inside a read timeout
+    with FakeServer([trickle]) as fake:
+        async with LLMClient(fake.profile(kind="openai", timeout_s=1.0, retries=2), backoff_base_s=0.01) as client:
+            started = time.perf_counter()
+            with pytest.raises(BackendError, match="no answer within 1 s"):
+                await client.chat([{"role": "user", "content": "hi"}])
+            assert time.perf_counter() - started < 4
+        assert len(fake.bodies) == 1

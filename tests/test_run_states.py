@@ -22,6 +22,7 @@ import pytest
 from argtui.cli import main
 from argtui.config import load_config
 from engines.judging import task as registry
+from engines.llm.servers import free_loopback_port
 from store import Database
 from store.runs import RunRepository, RunState
 from conftest import shared_data_dir, write_rad_debates
@@ -83,9 +84,10 @@ def wait_for_calls(fake: FakeServer, count: int, process: subprocess.Popen, time
 def test_interruptions_pause_and_the_rerun_asks_nothing_twice(task, tmp_path, argtui_home):
     args = recipe(task, tmp_path)
     bodies: list[str] = []
+    port = free_loopback_port()  # a restarted backend keeps its address (and so its cached answers)
 
     for stop, cause in ((signal.SIGINT, "interrupted"), (signal.SIGTERM, "SIGTERM")):
-        with FakeServer([SLOW]) as fake:
+        with FakeServer([SLOW], port=port) as fake:
             use_server(fake)
             process = start(task, args)
             wait_for_calls(fake, 2, process)
@@ -97,7 +99,7 @@ def test_interruptions_pause_and_the_rerun_asks_nothing_twice(task, tmp_path, ar
         [run] = runs_of(argtui_home, task)
         assert run.state == RunState.PAUSED and cause in run.error, (run.state, run.error, err)
 
-    fake = FakeServer([SLOW]).__enter__()
+    fake = FakeServer([SLOW], port=port).__enter__()
     use_server(fake)
     process = start(task, args)
     wait_for_calls(fake, 2, process)
@@ -108,7 +110,7 @@ def test_interruptions_pause_and_the_rerun_asks_nothing_twice(task, tmp_path, ar
     [run] = runs_of(argtui_home, task)
     assert run.state == RunState.PAUSED and "fake" in run.error
 
-    with FakeServer([SLOW]) as fake:
+    with FakeServer([SLOW], port=port) as fake:
         use_server(fake)
         process = start(task, args)
         out, err = process.communicate(timeout=120)

@@ -571,10 +571,19 @@ class LLMClient:
         return await self._retrying(url)(self._request_once, method, url, body)
 
     async def _request_once(self, method: str, url: str, body: dict | None) -> tuple[dict, float]:
-        started = time.perf_counter()
-        self.accounting.requests += 1
         async with self._slot() as http:
-            response = await http.request(method, url, json=body)
+            started = time.perf_counter()
+            self.accounting.requests += 1
+            try:
+                # One deadline for the whole answer: a server trickling bytes resets no clock.
+                async with asyncio.timeout(self.profile.timeout_s):
+                    response = await http.request(method, url, json=body)
+            except (TimeoutError, httpx.ReadTimeout):
+                # Not re-sent: the server has the request and may still be working on it.
+                raise self._error(
+                    url, f"no answer within {self.profile.timeout_s:g} s (the profile's timeout_s); "
+                    "the request was not sent again, since the server may still be computing it",
+                ) from None
         self._check_status(response, url)
         try:
             data = response.json()
