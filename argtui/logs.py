@@ -8,13 +8,17 @@ from pathlib import Path
 LOG_NAME = "argtui.log"
 
 
-def log_to_file(data_dir: Path) -> Path:
-    """Send the `argtui` loggers to the log file (once per process); returns its path."""
+def log_to_file(data_dir: Path) -> Path | None:
+    """Send the `argtui` loggers to the log file (once per process); returns its path, or
+    None when the data directory cannot hold one (opening the database then says why)."""
     path = data_dir / "logs" / LOG_NAME
     logger = logging.getLogger("argtui")
     if not any(isinstance(h, logging.FileHandler) and Path(h.baseFilename) == path for h in logger.handlers):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handler = logging.FileHandler(path, encoding="utf-8")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            handler = logging.FileHandler(path, encoding="utf-8")
+        except OSError:
+            return None
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)

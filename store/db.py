@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Iterator
 
 from sqlalchemy import event
+from sqlalchemy.exc import DatabaseError
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, SQLModel, create_engine
 
@@ -21,6 +22,16 @@ BUSY_TIMEOUT_MS = 10_000
 
 class StoreError(Exception):
     """The database cannot be opened or is from a newer argtui."""
+
+
+def _problem(exc: DatabaseError) -> str:
+    """What is wrong with a database file, in the words a user can act on."""
+    detail = str(exc.orig) if exc.orig is not None else str(exc)
+    if "not a database" in detail or "malformed" in detail:
+        return f"not an argtui database, or damaged ({detail}); move it away to start a new one"
+    if "readonly" in detail or "unable to open" in detail:
+        return f"cannot be written ({detail}); check its permissions and its folder's"
+    return detail
 
 
 def _register_tables() -> None:
@@ -45,14 +56,24 @@ class Database:
 
     def __init__(self, path: Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(
+                f"{self.path.parent}: cannot hold the database ({exc.strerror or exc}); "
+                "check ARGTUI_HOME or the data directory"
+            ) from None
         self.engine: Engine = create_engine(
             f"sqlite:///{self.path}",
             connect_args={"check_same_thread": False, "timeout": BUSY_TIMEOUT_MS / 1000},
         )
         event.listen(self.engine, "connect", _configure_connection)
         _register_tables()
-        self._initialise()
+        try:
+            self._initialise()
+        except DatabaseError as exc:
+            self.engine.dispose()
+            raise StoreError(f"{self.path}: {_problem(exc)}") from None
 
     def _initialise(self) -> None:
         with self.engine.begin() as conn:
@@ -65,10 +86,11 @@ class Database:
         # create_all only adds missing tables, so new tables need no migration step; it runs
         # first so that steps can copy old rows into tables a newer schema added.
         SQLModel.metadata.create_all(self.engine)
-        with self.engine.begin() as conn:
-            if 0 < version < SCHEMA_VERSION:
-                migrate(conn, version)
-            conn.exec_driver_sql(f"PRAGMA user_version={SCHEMA_VERSION}")
+        if version != SCHEMA_VERSION:  # an up-to-date file is not written to: it may be read-only
+            with self.engine.begin() as conn:
+                if 0 < version < SCHEMA_VERSION:
+                    migrate(conn, version)
+                conn.exec_driver_sql(f"PRAGMA user_version={SCHEMA_VERSION}")
 
     @property
     def schema_version(self) -> int:

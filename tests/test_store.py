@@ -65,3 +65,43 @@ def test_two_databases_on_one_file_see_each_others_writes(tmp_path):
     ResponseCache(b).put("from-b", "m", {"text": "b"})
     assert ResponseCache(b).get("from-a") == {"text": "a"}
     assert ResponseCache(a).count() == 2
+
+
+def test_a_damaged_database_file_is_named_not_a_traceback(tmp_path, capsys, monkeypatch):
+    from argtui.cli import main
+
+    home = tmp_path / "home"
+    (home / "data").mkdir(parents=True)
+    (home / "data" / "argtui.sqlite3").write_bytes(b"not sqlite at all " * 100)
+    monkeypatch.setenv("ARGTUI_HOME", str(home))
+    assert main(["runs"]) == 2
+    err = capsys.readouterr().err
+    assert "argtui.sqlite3" in err and "not an argtui database, or damaged" in err and "Traceback" not in err
+    assert (home / "data" / "argtui.sqlite3").read_bytes().startswith(b"not sqlite")  # left as it was
+
+
+def test_a_home_that_is_a_file_is_named_not_a_traceback(tmp_path, capsys, monkeypatch):
+    from argtui.cli import main
+
+    home = tmp_path / "home"
+    home.write_text("I am a file", encoding="utf-8")
+    monkeypatch.setenv("ARGTUI_HOME", str(home))
+    assert main(["runs"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot hold the database" in err and "ARGTUI_HOME" in err and "Traceback" not in err
+
+
+def test_an_up_to_date_database_is_opened_without_writing_its_version(tmp_path, monkeypatch):
+    path = tmp_path / "db.sqlite3"
+    Database(path).close()
+    statements: list[str] = []
+    original = Database._initialise
+
+    def spy(self):
+        event_listen = __import__("sqlalchemy").event.listen
+        event_listen(self.engine, "before_cursor_execute", lambda *args: statements.append(args[2]))
+        original(self)
+
+    monkeypatch.setattr(Database, "_initialise", spy)
+    Database(path).close()
+    assert not any(s.startswith("PRAGMA user_version=") for s in statements)
