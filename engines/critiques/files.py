@@ -28,7 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator, Literal, TextIO
 
-from engines.datasets import DataFormatError, open_text
+from engines.datasets import DataFormatError, json_lines, read_csv_rows
 from store.critiques import (
     DIMENSIONS,
     HUMAN,
@@ -84,67 +84,49 @@ def detect_format(path: Path) -> FileFormat:
 
 
 def _jsonl_entries(path: Path) -> Iterator[_Entry]:
-    with open_text(path) as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataFormatError(path, number, None, f"not valid JSON: {exc.msg} (column {exc.colno})") from None
-            if not isinstance(obj, dict):
-                raise DataFormatError(path, number, None, "each line must be a JSON object (one critique)")
-            unknown = sorted(set(obj) - {*CRITIQUE_KEYS, "ratings"})
+    for number, obj in json_lines(path):
+        if not isinstance(obj, dict):
+            raise DataFormatError(path, number, None, "each line must be a JSON object (one critique)")
+        unknown = sorted(set(obj) - {*CRITIQUE_KEYS, "ratings"})
+        if unknown:
+            raise DataFormatError(path, number, unknown[0], f"unknown field (known: {', '.join(CRITIQUE_KEYS)}, ratings)")
+        ratings = obj.get("ratings") or []
+        if not isinstance(ratings, list):
+            raise DataFormatError(path, number, "ratings", "must be a list of rating objects")
+        for k, rating in enumerate(ratings):
+            if not isinstance(rating, dict):
+                raise DataFormatError(path, number, f"ratings[{k}]", "must be an object")
+            unknown = sorted(set(rating) - set(RATING_KEYS))
             if unknown:
-                raise DataFormatError(path, number, unknown[0], f"unknown field (known: {', '.join(CRITIQUE_KEYS)}, ratings)")
-            ratings = obj.get("ratings") or []
-            if not isinstance(ratings, list):
-                raise DataFormatError(path, number, "ratings", "must be a list of rating objects")
-            for k, rating in enumerate(ratings):
-                if not isinstance(rating, dict):
-                    raise DataFormatError(path, number, f"ratings[{k}]", "must be an object")
-                unknown = sorted(set(rating) - set(RATING_KEYS))
-                if unknown:
-                    raise DataFormatError(path, number, f"ratings[{k}].{unknown[0]}", f"unknown field (known: {', '.join(RATING_KEYS)})")
-            yield _Entry(
-                number,
-                {key: obj.get(key) for key in CRITIQUE_KEYS},
-                [(number, f"ratings[{k}].", rating) for k, rating in enumerate(ratings)],
-            )
+                raise DataFormatError(path, number, f"ratings[{k}].{unknown[0]}", f"unknown field (known: {', '.join(RATING_KEYS)})")
+        yield _Entry(
+            number,
+            {key: obj.get(key) for key in CRITIQUE_KEYS},
+            [(number, f"ratings[{k}].", rating) for k, rating in enumerate(ratings)],
+        )
 
 
 def _csv_entries(path: Path) -> Iterator[_Entry]:
-    if not path.is_file():
-        raise DataFormatError(path, None, None, "file not found")
     entries: dict[str, _Entry] = {}
-    with open_text(path) as handle:
-        reader = csv.DictReader(handle)
-        header = reader.fieldnames or []
-        for name in ("position_id", "position", "critique_id", "critique"):
-            if name not in header:
-                raise DataFormatError(path, 1, name, f"missing column (header: {header})")
-        unknown = sorted(set(header) - set(CSV_COLUMNS))
-        if unknown:
-            raise DataFormatError(path, 1, unknown[0], f"unknown column (known: {', '.join(CSV_COLUMNS)})")
-        for row in reader:
-            line = reader.line_num
-            cells = {key: (value if value != "" else None) for key, value in row.items() if key is not None}
-            fields = {key: cells.get(key) for key in CRITIQUE_KEYS}
-            entry = entries.get(fields["critique_id"] or "")
-            if entry is None:
-                entry = _Entry(line, fields, [])
-                if fields["critique_id"]:
-                    entries[fields["critique_id"]] = entry
-                else:
-                    yield entry  # validation reports the missing id
-                    continue
+    required = ("position_id", "position", "critique_id", "critique")
+    for line, row in read_csv_rows(path, required, known=CSV_COLUMNS):
+        cells = {key: (value if value != "" else None) for key, value in row.items() if key is not None}
+        fields = {key: cells.get(key) for key in CRITIQUE_KEYS}
+        entry = entries.get(fields["critique_id"] or "")
+        if entry is None:
+            entry = _Entry(line, fields, [])
+            if fields["critique_id"]:
+                entries[fields["critique_id"]] = entry
             else:
-                for key in CRITIQUE_KEYS:
-                    if fields[key] != entry.fields[key]:
-                        raise DataFormatError(path, line, key, f"differs from line {entry.line} for the same critique_id")
-            rating = {key: cells.get("rating_id" if key == "id" else key) for key in RATING_KEYS}
-            if any(value is not None for value in rating.values()):
-                entry.ratings.append((line, "", _typed_csv_rating(path, line, rating)))
+                yield entry  # validation reports the missing id
+                continue
+        else:
+            for key in CRITIQUE_KEYS:
+                if fields[key] != entry.fields[key]:
+                    raise DataFormatError(path, line, key, f"differs from line {entry.line} for the same critique_id")
+        rating = {key: cells.get("rating_id" if key == "id" else key) for key in RATING_KEYS}
+        if any(value is not None for value in rating.values()):
+            entry.ratings.append((line, "", _typed_csv_rating(path, line, rating)))
     yield from entries.values()
 
 
@@ -249,6 +231,8 @@ def read_critiques(path: Path, file_format: FileFormat | None = None) -> Critiqu
             ratings_by_uid[new.uid] = new
             result.ratings.append(new)
             result.where[("rating", new.uid)] = (rating_line, prefix)
+    if not result.critiques:
+        raise DataFormatError(path, None, None, "holds no critique: nothing to import")
     return result
 
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import codecs
 import csv
 import gzip
 import io
+import json
+import re
+import zlib
 from pathlib import Path
-from typing import Iterator
+from typing import Any, BinaryIO, Iterator
 
 from engines.errors import ArgtuiError
 
@@ -30,14 +34,112 @@ def open_text(path: Path, encoding: str = "utf-8") -> io.TextIOBase:
     return open(path, encoding=encoding, newline="")
 
 
-def read_csv_rows(path: Path, required: tuple[str, ...], delimiter: str = ",") -> Iterator[tuple[int, dict[str, str]]]:
-    """(line number, row) for each data row; a missing column fails with the file named."""
+# Long texts (a critique, an essay) are legitimate CSV cells; csv's default limit is 128 KB.
+csv.field_size_limit(64 * 1024 * 1024)
+UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+
+
+def text_lines(path: Path) -> Iterator[str]:
+    """The lines of a UTF-8 text file, plain or gzipped (a leading BOM is allowed); a file that
+    is not such text fails with the file and line named, as does a NUL byte."""
     if not path.is_file():
         raise DataFormatError(path, None, None, "file not found")
-    with open_text(path) as handle:
-        reader = csv.DictReader(handle, delimiter=delimiter)
-        missing = [name for name in required if name not in (reader.fieldnames or [])]
-        if missing:
-            raise DataFormatError(path, 1, missing[0], f"missing column (header: {reader.fieldnames})")
-        for row in reader:
-            yield reader.line_num, row
+    with open(path, "rb") as raw:
+        head = raw.read(2)
+    if head in UTF16_BOMS:
+        raise DataFormatError(path, None, None, "is UTF-16 text: save it as UTF-8")
+    number = 0
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rb") as handle:
+            # Decoded a line at a time, so an error names its own line.
+            for number, raw in enumerate(_byte_lines(handle), start=1):
+                try:
+                    line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+                except UnicodeDecodeError as exc:
+                    raise DataFormatError(
+                        path, number, None, f"not UTF-8 text (byte 0x{raw[exc.start]:02x})"
+                    ) from None
+                if "\0" in line:
+                    raise DataFormatError(path, number, None, "contains a NUL byte: not a text file?")
+                yield line
+    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+        raise DataFormatError(path, number + 1, None, f"not a complete gzip file ({exc})") from None
+
+
+_LINE_END = re.compile(rb"\r\n|\r|\n")
+
+
+def _byte_lines(handle: BinaryIO, chunk_size: int = 1 << 16) -> Iterator[bytes]:
+    """Lines ending in CR, LF or CRLF, terminators kept (as text mode with newline="" splits);
+    linear in the input, however long a line is."""
+    pending = bytearray()
+    while chunk := handle.read(chunk_size):
+        pending += chunk
+        if b"\n" not in chunk and b"\r" not in chunk:
+            continue
+        end = 0
+        for match in _LINE_END.finditer(pending):
+            if match.end() == len(pending) and pending.endswith(b"\r"):
+                break  # its LF may start the next chunk
+            yield bytes(pending[end : match.end()])
+            end = match.end()
+        del pending[:end]
+    if pending:
+        yield bytes(pending)
+
+
+def json_lines(path: Path) -> Iterator[tuple[int, Any]]:
+    """(line number, value) of each non-blank line of a JSON-lines file."""
+    for number, line in enumerate(text_lines(path), start=1):
+        if not line.strip():
+            continue
+        try:
+            yield number, json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataFormatError(path, number, None, f"not valid JSON: {exc.msg} (column {exc.colno})") from None
+        except RecursionError:
+            raise DataFormatError(path, number, None, "JSON nested too deeply") from None
+        except ValueError as exc:  # e.g. an integer of thousands of digits
+            raise DataFormatError(path, number, None, f"not valid JSON: {exc}") from None
+
+
+EXTRA_CELLS = "\0extra"  # where DictReader puts the cells of a row longer than its header
+
+
+def _checked_rows(path: Path, reader: csv.DictReader) -> Iterator[tuple[int, dict[str, str]]]:
+    """(line number, row) of each row; a row with more cells than the header, or one csv
+    cannot read, fails with the line named."""
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise DataFormatError(path, reader.line_num, None, f"not valid CSV: {exc}") from None
+        if EXTRA_CELLS in row:
+            raise DataFormatError(
+                path, reader.line_num, None,
+                f"{len(reader.fieldnames or []) + len(row[EXTRA_CELLS])} cells but the header has "
+                f"{len(reader.fieldnames or [])} columns",
+            )
+        yield reader.line_num, row
+
+
+def read_csv_rows(
+    path: Path, required: tuple[str, ...], delimiter: str = ",", *, known: tuple[str, ...] | None = None
+) -> Iterator[tuple[int, dict[str, str]]]:
+    """(line number, row) for each data row; a missing column (or, given `known`, an unknown
+    one) fails with the file named."""
+    reader = csv.DictReader(text_lines(path), delimiter=delimiter, restkey=EXTRA_CELLS)
+    try:
+        header = reader.fieldnames or []
+    except csv.Error as exc:
+        raise DataFormatError(path, 1, None, f"not valid CSV: {exc}") from None
+    missing = [name for name in required if name not in header]
+    if missing:
+        raise DataFormatError(path, 1, missing[0], f"missing column (header: {header})")
+    unknown = sorted(set(header) - set(known)) if known is not None else []
+    if unknown:
+        raise DataFormatError(path, 1, unknown[0], f"unknown column (known: {', '.join(known or ())})")
+    yield from _checked_rows(path, reader)

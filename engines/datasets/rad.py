@@ -19,12 +19,11 @@ user keeps it, never bundle it.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Literal
 
-from engines.datasets import DataFormatError, open_text
+from engines.datasets import DataFormatError, json_lines
 
 GRICE_METRICS = ("quantity", "quality", "relation", "manner")
 Role = Literal["user", "assistant"]
@@ -85,19 +84,6 @@ class RadDebate:
                 )
             )
         return turns
-
-
-def _json_lines(path: Path) -> Iterator[tuple[int, Any]]:
-    if not path.is_file():
-        raise DataFormatError(path, None, None, "file not found")
-    with open_text(path) as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                yield number, json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataFormatError(path, number, None, f"not valid JSON: {exc.msg} at column {exc.colno}") from None
 
 
 class _Line:
@@ -180,7 +166,7 @@ def read_rad_debates(path: Path | str, limit: int | None = None) -> list[RadDeba
     path = Path(path)
     debates: list[RadDebate] = []
     seen: dict[str, int] = {}
-    for number, record in _json_lines(path):
+    for number, record in json_lines(path):
         if limit is not None and len(debates) >= limit:
             break
         debate = _debate_from_line(_Line(path, number), record)
@@ -197,7 +183,7 @@ def read_rad_labels(path: Path | str) -> list[tuple[int, list[TurnLabels]]]:
     """(line number, per-turn labels) for each debate; a missing metric is unlabelled (None)."""
     path = Path(path)
     debates = []
-    for number, record in _json_lines(path):
+    for number, record in json_lines(path):
         if not isinstance(record, list):
             raise DataFormatError(path, number, None, f"expected a list of turns, got {type(record).__name__}")
         turns = []
