@@ -10,6 +10,7 @@ from textual.reactive import reactive
 from textual.screen import Screen
 
 from argtui.runtime import Runtime
+from engines.debate.levels import default_level
 from engines.llm.status import BackendStatus
 from store.debates import DebateRepository
 from screens.debate import DebateScreen
@@ -32,19 +33,21 @@ class ArgtuiApp(App):
         self,
         runtime: Runtime | None = None,
         backend: str | None = None,
-        debate: tuple[str, str] | None = None,
+        debate: tuple[str, str, int | None] | None = None,
     ):
         super().__init__()
         self.services = runtime or Runtime()
         self.backend_name = self.services.config.profile(backend).name
-        self.start_debate = debate  # (claim, side): open the Debate screen on it
+        self.start_debate = debate  # (claim, side, level or None for the backend's): open the Debate screen on it
 
     def on_mount(self) -> None:
         self.push_screen(HomeScreen())
         self.action_check_backend()
         if self.start_debate:
-            claim, side = self.start_debate
-            debate = DebateRepository(self.services.db).create(claim, side, backend=self.backend_name)
+            claim, side, level = self.start_debate
+            if level is None:
+                level = default_level(self.services.config.profile(self.backend_name))
+            debate = DebateRepository(self.services.db).create(claim, side, backend=self.backend_name, level=level)
             self.push_screen(DebateScreen(debate.id))
 
     def action_check_backend(self) -> None:
@@ -80,6 +83,6 @@ class ArgtuiApp(App):
         await self.services.aclose()
 
 
-def run_app(backend: str | None = None, debate: tuple[str, str] | None = None) -> int:
+def run_app(backend: str | None = None, debate: tuple[str, str, int | None] | None = None) -> int:
     ArgtuiApp(backend=backend, debate=debate).run()
     return 0

@@ -14,12 +14,14 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import platformdirs
 import tomli_w
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from engines.datasets.ukp_essays import DATA_ENV as UKP_ESSAYS_ENV
+from engines.debate.settings import DebateSettings
 from engines.errors import ArgtuiError
 from engines.llm.embedded import EMBEDDED_MODEL_NAME
 from engines.llm.profile import EMBEDDED_PROFILE, BackendProfile
@@ -74,6 +76,7 @@ class Config:
     default_backend: str | None = None
     datasets: dict[str, str] = field(default_factory=dict)
     retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
+    debate: DebateSettings = field(default_factory=DebateSettings)
 
     def profile(self, name: str | None = None) -> BackendProfile:
         """A configured profile by name; the default one when name is None."""
@@ -108,9 +111,10 @@ class Config:
             data["backends"] = backends
         if self.datasets:
             data["datasets"] = dict(self.datasets)
-        retrieval = self.retrieval.model_dump(exclude_defaults=True)
-        if retrieval:
-            data["retrieval"] = retrieval
+        for name, settings in (("retrieval", self.retrieval), ("debate", self.debate)):
+            table = settings.model_dump(exclude_defaults=True)
+            if table:
+                data[name] = table
         return data
 
     def save(self) -> None:
@@ -144,20 +148,26 @@ def load_config(paths: Paths | None = None) -> Config:
             raise ConfigError(f"{paths.config_file}: [backends.{name}]: {_problems(exc)}") from None
     config.default_backend = raw.get("default_backend")
     config.datasets = {str(k): str(v) for k, v in (raw.get("datasets") or {}).items()}
-    config.retrieval = _retrieval_settings(paths, raw.get("retrieval") or {})
+    config.retrieval = _settings(paths, "retrieval", RetrievalSettings, raw)
+    config.debate = _settings(paths, "debate", DebateSettings, raw)
     _apply_environment(config)
     if config.default_backend and config.default_backend != EMBEDDED_PROFILE:
         config.profile(config.default_backend)  # fail early on a dangling default
     return config
 
 
-def _retrieval_settings(paths: Paths, table: object) -> RetrievalSettings:
+SettingsT = TypeVar("SettingsT", bound=BaseModel)
+
+
+def _settings(paths: Paths, name: str, model: type[SettingsT], raw: dict) -> SettingsT:
+    """The `[name]` table of the file as `model`; a missing table gives the defaults."""
+    table = raw.get(name) or {}
     if not isinstance(table, dict):
-        raise ConfigError(f"{paths.config_file}: [retrieval] must be a table")
+        raise ConfigError(f"{paths.config_file}: [{name}] must be a table")
     try:
-        return RetrievalSettings(**table)
+        return model(**table)
     except ValidationError as exc:
-        raise ConfigError(f"{paths.config_file}: [retrieval]: {_problems(exc)}") from None
+        raise ConfigError(f"{paths.config_file}: [{name}]: {_problems(exc)}") from None
 
 
 def _problems(exc: ValidationError) -> str:
@@ -172,13 +182,16 @@ DATASET_ENV = {"ukp-essays": UKP_ESSAYS_ENV}
 def _apply_environment(config: Config) -> None:
     base_url = os.environ.get("ARGTUI_BASE_URL")
     if base_url:
-        config.backends[ENV_PROFILE] = BackendProfile(
-            name=ENV_PROFILE,
-            kind=os.environ.get("ARGTUI_BACKEND_KIND") or None,  # type: ignore[arg-type]
-            base_urls=[base_url],
-            model=os.environ.get("ARGTUI_MODEL", ""),
-            api_key_env=os.environ.get("ARGTUI_API_KEY_ENV") or None,
-        )
+        try:
+            config.backends[ENV_PROFILE] = BackendProfile(
+                name=ENV_PROFILE,
+                kind=os.environ.get("ARGTUI_BACKEND_KIND") or None,  # type: ignore[arg-type]
+                base_urls=[base_url],
+                model=os.environ.get("ARGTUI_MODEL", ""),
+                api_key_env=os.environ.get("ARGTUI_API_KEY_ENV") or None,
+            )
+        except ValidationError as exc:
+            raise ConfigError(f"the ARGTUI_* environment variables: {_problems(exc)}") from None
         config.default_backend = ENV_PROFILE
     chosen = os.environ.get("ARGTUI_BACKEND")
     if chosen:

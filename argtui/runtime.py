@@ -9,6 +9,7 @@ import asyncio
 from pathlib import Path
 
 from argtui.config import Config, load_config
+from engines.debate.settings import DebateSettings
 from engines.llm.client import LLMClient
 from engines.llm.embedded import embedded_server
 from engines.llm.profile import BackendProfile
@@ -92,6 +93,10 @@ class Runtime:
     def retrieval_settings(self) -> RetrievalSettings:
         return self.config.retrieval
 
+    @property
+    def debate_settings(self) -> DebateSettings:
+        return self.config.debate
+
     def profile_names(self) -> list[str]:
         return self.config.profile_names()
 
@@ -114,7 +119,9 @@ class Runtime:
             await client.aclose()
         self._clients.clear()
         if self._embedded is not None:
-            self._embedded.stop()
+            # On SIGTERM llama-server first finishes the generations in flight, which held a quit
+            # for seconds; it keeps nothing a graceful stop would save, so it is killed at once.
+            self._embedded.stop(grace_s=0)
             self._embedded = None
         if self._db is not None:
             self._db.close()

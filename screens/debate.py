@@ -9,6 +9,8 @@ components (each openable to its debate transcript) for a student message.
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import time
 from typing import Sequence
 
@@ -34,8 +36,11 @@ from textual.widgets import (
     TabPane,
 )
 from textual.widgets.option_list import Option
+from textual.worker import Worker
 
 from engines.debate.claims import Claim, bundled_claims, cmv_claims
+from engines.debate.messages import count_words, split_message, trim_message
+from engines.debate.levels import FULL_LEVEL, OpponentLevel, get_level
 from engines.debate.pipeline import STEPS, ReplyProgress, StepFinished, StepStarted, TurnCompleted, TurnFailed
 from engines.components.types import METHODS as COMPONENT_METHODS
 from engines.debate.records import (
@@ -48,8 +53,10 @@ from engines.debate.records import (
     TurnSteps,
 )
 from engines.debate.session import DEFAULT_COMPONENT_METHOD, DEFAULT_GRICE_STRATEGY, DebateSession
+from engines.debate.settings import DebateSettings
 from engines.grice.judge import STRATEGIES as GRICE_STRATEGIES
 from engines.errors import ArgtuiError
+from screens.choice import Answer, ChoiceDialog
 from screens.demo_notice import DemoNotice
 from screens.modes import Mode
 from screens.services import services
@@ -59,6 +66,10 @@ from store.grice import GriceRepository
 LABEL_STYLES = {"MajorClaim": "bold white on dark_magenta", "Claim": "black on orange1", "Premise": "black on sky_blue2"}
 STEP_TITLES = dict(STEPS)
 REPLY_REFRESH_S = 0.05  # stream the reply at about 20 updates per second
+TICK_S = 0.125  # the spinner and the clocks of running work advance at this pace
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+RETRY_KEY = "Ctrl+R"
+UNFINISHED = ("failed", "cancelled")  # what Retry runs again
 
 
 def components_text(content: str, components: list[ComponentRecord] | None) -> Text:
@@ -92,14 +103,34 @@ def grice_line(result: GriceRecord | None) -> Text:
     return text
 
 
+def spinner(since: float) -> str:
+    return SPINNER[int((time.perf_counter() - since) / TICK_S) % len(SPINNER)]
+
+
+def shown_state(turn: StoredTurn) -> str:
+    """A stored turn's state when the screen opens. Nothing of it runs in this process then,
+    so one left running (argtui was killed) was interrupted: it shows as cancelled."""
+    if turn.role == "user":  # a message's state is its labelling's
+        if turn.components is not None:
+            return "done"
+        return "failed" if turn.state == "failed" else "cancelled"
+    if turn.error is not None:
+        return "failed"
+    return "cancelled" if turn.state == "running" else turn.state
+
+
 class MessageView(Static, can_focus=True):
-    """One turn of the conversation. Focus it to see its details in the side panel."""
+    """One turn of the conversation. Focus it to see its details in the side panel.
+
+    `state` is the bot turn's (running, done, failed, cancelled), for a student message its
+    labelling's; `message` and `reply` link a message and the bot turn that answers it."""
 
     DEFAULT_CSS = """
     MessageView { padding: 0 1; margin: 0 0 1 0; height: auto; }
     MessageView.user { border-left: thick $accent; }
     MessageView.assistant { border-left: thick $success; background: $boost; }
     MessageView.failed { border-left: thick $error; }
+    MessageView.cancelled { border-left: thick $warning; }
     MessageView:focus { background: $primary 20%; }
     """
 
@@ -110,7 +141,7 @@ class MessageView(Static, can_focus=True):
         self.turn = turn
         self.components: list[ComponentRecord] | None = turn.components if turn else None
         self.grice: GriceRecord | None = turn.grice if turn else None
-        self.status = ""
+        self.status = ""  # why the labelling failed
         self.steps: TurnSteps = (turn.steps if turn else None) or TurnSteps()
         self.step_state: dict[str, str] = {
             step: "done" for step, _ in STEPS if getattr(self.steps, step) is not None
@@ -118,23 +149,91 @@ class MessageView(Static, can_focus=True):
         self.step_seconds: dict[str, float] = {}
         self.evidence: Sequence[EvidenceRow] = turn.evidence if turn else ()
         self.error: str | None = turn.error if turn else None
+        self._state = ""
+        self.state = shown_state(turn) if turn else "running"
+        self.started = time.perf_counter()  # when the running work began
+        self.step_started = self.started  # when the running step began
+        self.limit_s: float | None = None  # the running work's deadline
+        self.worker: Worker | None = None  # the running work
+        self.message: MessageView | None = None
+        self.reply: MessageView | None = None
+
+    def begin(self, limit_s: float | None = None) -> None:
+        """The work on this turn (re)starts: what an earlier run showed is cleared."""
+        self.state, self.limit_s = "running", limit_s
+        self.started = self.step_started = time.perf_counter()
+        self.status, self.error = "", None
+        if self.role == "user":
+            self.components = None
+        else:
+            self.content, self.steps, self.step_state, self.step_seconds = "", TurnSteps(), {}, {}
+            self.evidence, self.grice = (), None
+        self.refresh(layout=True)
+
+    def cancelled(self) -> None:
+        """Its work was cancelled: as in the store, no partial labels or reply are kept; the steps
+        show where it stopped."""
+        self.state = "cancelled"
+        if self.role == "user":
+            self.components = None
+        else:
+            self.content = ""
+            self.step_state = {step: "cancelled" if state == "running" else state
+                               for step, state in self.step_state.items()}
+            # as the session stores it
+            self.turn = dataclasses.replace(self.turn, state="cancelled", seconds=time.perf_counter() - self.started)
+
+    @property
+    def state(self) -> str:
+        return self._state
+
+    @state.setter
+    def state(self, state: str) -> None:
+        self._state = state
+        for unfinished in UNFINISHED:
+            self.set_class(self.role == "assistant" and state == unfinished, unfinished)
+
+    @property
+    def running_step(self) -> str | None:
+        return next((step for step, _ in STEPS if self.step_state.get(step) == "running"), None)
+
+    def _clock(self) -> str:
+        """Seconds since the work began, over its deadline if it has one."""
+        elapsed = f"{time.perf_counter() - self.started:.0f}"
+        return f"{elapsed}/{self.limit_s:.0f} s" if self.limit_s else f"{elapsed} s"
 
     def render(self):
         who = "You" if self.role == "user" else "Bot"
         head = Text(f"{who}: ", style="bold")
         if self.role == "user":
             body = components_text(self.content, self.components)
-            tail = Text(self.status or ("" if self.components is not None else "labelling components…"), style="dim")
-            return Group(head + body, tail) if tail.plain else head + body
-        if self.error:
-            return Group(head + Text(self.content or ""), Text(f"failed: {self.error}", style="bold red"))
-        body = Text(self.content or self.status or "…")
-        parts = [head + body]
+            tail = self._labelling_line()
+            return Group(head + body, tail) if tail else head + body
+        if self.state == "running":
+            step = self.running_step
+            doing = f"{STEP_TITLES[step]} {time.perf_counter() - self.step_started:.0f} s" if step else "starting"
+            return Group(head + Text(self.content or "…"),
+                         Text(f"{spinner(self.started)} {doing} · turn {self._clock()} · Esc stops", style="dim"))
+        if self.state == "failed":
+            return head + Text(f"failed: {self.error} · {RETRY_KEY} runs the turn again", style="bold red")
+        if self.state == "cancelled":
+            took = f" after {self.turn.seconds:.0f} s" if self.turn is not None and self.turn.seconds else ""
+            return head + Text(f"cancelled{took} · {RETRY_KEY} runs the turn again", style="yellow")
+        parts = [head + Text(self.content)]
         if self.turn is not None and self.turn.length_action:
             parts.append(Text(f"(reply over 60 words: {self.turn.length_action})", style="dim italic"))
-        if self.turn is not None:  # stored: the reply is complete
-            parts.append(grice_line(self.grice))
+        parts.append(grice_line(self.grice))
         return Group(*parts)
+
+    def _labelling_line(self) -> Text | None:
+        if self.state == "running":
+            return Text(f"{spinner(self.started)} labelling components · {self._clock()}", style="dim")
+        if self.state == "failed":
+            why = f": {self.status}" if self.status else ""
+            return Text(f"labelling failed{why} · {RETRY_KEY} labels it again", style="yellow")
+        if self.state == "cancelled":
+            return Text(f"labelling cancelled · {RETRY_KEY} labels it again", style="yellow")
+        return None
 
 
 class TranscriptScreen(ModalScreen):
@@ -175,8 +274,11 @@ class TranscriptScreen(ModalScreen):
 
 
 class DebateScreen(Screen):
+    # Esc is "Stop turn" while work on a turn runs (it asks first), "Back" otherwise.
     BINDINGS = [
-        Binding("escape", "app.pop_screen", "Back"),
+        Binding("escape", "stop_turn", "Stop turn"),
+        Binding("escape", "back", "Back"),
+        Binding("ctrl+r", "retry", "Retry"),
         Binding("ctrl+t", "open_transcript", "Transcript"),
         Binding("ctrl+l", "focus_input", "Type"),
         Binding("ctrl+g", "next_grice_strategy", "Grice strategy"),
@@ -191,6 +293,7 @@ class DebateScreen(Screen):
     DebateScreen #status { height: auto; color: $text-muted; padding: 0 1; }
     DebateScreen #legend { height: auto; padding: 0 1; }
     DebateScreen #component-list { height: 1fr; }
+    DebateScreen #message.-over { border: tall $error; }
     """
 
     def __init__(self, debate_id: int):
@@ -200,7 +303,7 @@ class DebateScreen(Screen):
         self.selected: MessageView | None = None
         self._streaming: MessageView | None = None
         self._pending_reply = ""
-        self._bot_busy = False
+        self._queued: list[str] = []  # the parts of a split message not sent yet
         self.grice_strategy = DEFAULT_GRICE_STRATEGY
         self.component_method = DEFAULT_COMPONENT_METHOD
 
@@ -225,8 +328,19 @@ class DebateScreen(Screen):
                     yield OptionList(id="component-list")
         yield Footer()
 
+    @property
+    def settings(self) -> DebateSettings:
+        return services(self).debate_settings
+
+    @property
+    def level(self) -> OpponentLevel:
+        """The opponent level of the open debate (the five steps until one is open)."""
+        return get_level(self.session.debate.level if self.session is not None else FULL_LEVEL)
+
     def _show_methods(self) -> None:
-        self.sub_title = f"Debate · Grice {self.grice_strategy} · components {self.component_method}"
+        self.sub_title = (
+            f"Debate · opponent {self.level.name} · Grice {self.grice_strategy} · components {self.component_method}"
+        )
 
     def _cycle(self, current: str, choices: tuple[str, ...]) -> str:
         return choices[(choices.index(current) + 1) % len(choices)]
@@ -259,100 +373,161 @@ class DebateScreen(Screen):
         ))
         turns = DebateRecords(repository).turns(debate.id)
         log = self.query_one("#log", VerticalScroll)
-        for turn in turns:
-            log.mount(MessageView(turn.role, turn.content, turn))
+        views = [MessageView(turn.role, turn.content, turn) for turn in turns]
+        if turns and turns[-1].role == "user":  # an earlier release stored a reply only once it was done
+            views.append(MessageView("assistant", ""))
+            views[-1].state = "cancelled"
+        for previous, view in zip([None] + views, views):
+            if view.role == "assistant" and previous is not None and previous.role == "user":
+                previous.reply, view.message = view, previous
+        log.mount_all(views)
         if turns:
             self.call_after_refresh(lambda: log.scroll_end(animate=False))
         self.query_one(Input).focus()
         self.set_interval(REPLY_REFRESH_S, self._flush_reply)
+        self.set_interval(TICK_S, self._tick)
         self._open_session(debate)
 
     @work(exclusive=True, group="session")
     async def _open_session(self, debate) -> None:
-        status = self.query_one("#status", Static)
-        status.update("connecting to the backend and opening the argument index…")
+        self._say("connecting to the backend and opening the argument index…")
         try:
             client = await services(self).client(debate.backend or None)
             retriever = await services(self).retriever(
-                lambda p: status.update(f"building the argument index: {p.done}/{p.total}")
+                lambda p: self._say(f"building the argument index: {p.done}/{p.total}")
             )
         except ArgtuiError as exc:
-            status.update(Text(f"cannot debate: {exc}", style="red"))
+            self._say(Text(f"cannot debate: {exc}", style="red"))
             return
         db = services(self).db
         self.session = DebateSession(
             DebateRepository(db), debate, client, retriever, reason_store=GriceRepository(db),
             grice_strategy=self.grice_strategy, component_method=self.component_method,
         )
-        status.update("ready: type your argument and press Enter")
+        self._show_methods()
+        unfinished = any(view.state in UNFINISHED for view in self._views())
+        self._say("ready: type your argument and press Enter" + (f"; {RETRY_KEY} retries a turn" if unfinished else ""))
+        self.refresh_bindings()
         for view in self.query(MessageView):  # resume judging what an earlier session left undone
-            if view.turn is not None and view.role == "user" and view.components is None:
-                self._label(view)
-            elif view.turn is not None and view.role == "assistant" and not view.error and view.grice is None:
+            if view.role == "assistant" and view.state == "done" and view.grice is None:
                 self._judge(view)
 
     # ------------------------------------------------------------ sending
 
+    def _views(self) -> list[MessageView]:
+        return list(self.query(MessageView))
+
+    def _working(self) -> list[MessageView]:
+        """The turns being worked on: the bot answering, messages being labelled."""
+        return [view for view in self._views() if view.state == "running"]
+
+    def _bot_working(self) -> MessageView | None:
+        return next((view for view in self._working() if view.role == "assistant"), None)
+
+    @on(Input.Changed, "#message")
+    def show_word_count(self, event: Input.Changed) -> None:
+        """The word count shows as the message nears the limit."""
+        words, limit = count_words(event.value), self.settings.max_message_words
+        event.input.border_subtitle = f"{words}/{limit} words" if words > limit * 0.8 else ""
+        event.input.set_class(words > limit, "-over")
+
     @on(Input.Submitted, "#message")
     def send(self, event: Input.Submitted) -> None:
         text = event.value.strip()
-        status = self.query_one("#status", Static)
         if not text:
             return
         if self.session is None:
-            status.update("not ready yet: the backend or the index is still starting")
+            self._say("not ready yet: the backend or the index is still starting")
             return
-        if self._bot_busy:
-            status.update("the bot is still answering; your draft stays in the box")
+        if self._bot_working():
+            self._say("the bot is still answering; your draft stays in the box")
             return
-        event.input.value = ""
-        status.update("the bot is answering…")
+        if count_words(text) > self.settings.max_message_words:
+            self._offer_shorter(text)
+            return
+        event.input.value = self._queued.pop(0) if self._queued else ""
+        self._say(f"the next part is in the box; {len(self._queued)} more after it" if event.input.value
+                  else "the bot is answering…")
         turn = self.session.add_user_message(text)
-        log = self.query_one("#log", VerticalScroll)
         user_view = MessageView("user", text, turn)
-        bot_view = MessageView("assistant", "")
-        bot_view.status = "thinking…"
-        log.mount(user_view)
-        log.mount(bot_view)
-        log.scroll_end(animate=False)
-        self._show(bot_view)
-        self._label(user_view)
-        self._answer(bot_view)
+        self.query_one("#log", VerticalScroll).mount(user_view)
+        self._start_label(user_view)
+        self._start_answer(user_view)
+
+    def _offer_shorter(self, text: str) -> None:
+        """A message over the limit is not sent; trimming or splitting it is offered, never done unasked."""
+        words, limit = count_words(text), self.settings.max_message_words
+        parts = split_message(text, limit)
+        question = Text.assemble(
+            ("Your message is too long: ", "bold"), f"{words:,} words; a message may have at most {limit:,} ",
+            ("(max_message_words under [debate] in the config file)", "dim"), ". Nothing was sent.",
+        )
+        answers = [Answer("trim", f"Trim to {limit:,} words", "t"),
+                   Answer("split", f"Split into {len(parts)} messages", "s"), Answer("edit", "Keep editing", "e")]
+
+        def answered(answer: str | None) -> None:
+            box = self.query_one("#message", Input)
+            if answer == "trim":
+                box.value = trim_message(text, limit)
+                self._say(f"trimmed to {limit:,} words ({words - limit:,} cut): Enter sends it")
+            elif answer == "split":
+                box.value, self._queued[:0] = parts[0], parts[1:]
+                self._say(f"split into {len(parts)} messages: Enter sends the first; each next one "
+                          "takes its place in the box")
+            box.focus()
+
+        self.app.push_screen(ChoiceDialog(question, answers), answered)
+
+    def _start_label(self, view: MessageView) -> None:
+        # No deadline: labelling a long message with the embedded model takes minutes, and
+        # each request is bounded by the profile's timeout.
+        view.begin()
+        view.worker = self._label(view)
+        self.refresh_bindings()
+
+    def _start_answer(self, message: MessageView | None, reply: MessageView | None = None) -> None:
+        """The bot's turn answering `message`: a new one, or `reply` (failed or cancelled) again in its place."""
+        if reply is None:
+            reply = MessageView("assistant", "")
+            reply.message, message.reply = message, reply
+            self.query_one("#log", VerticalScroll).mount(reply, after=message)
+        reply.turn = self.session.start_reply(again=reply.turn)
+        reply.begin(self.settings.turn_timeout_s)
+        reply.worker = self._answer(reply)
+        self.query_one("#log", VerticalScroll).scroll_end(animate=False)
+        self._show(reply)
+        self.refresh_bindings()
 
     @work(group="bot")
     async def _answer(self, view: MessageView) -> None:
-        self._bot_busy = True
-        started = time.perf_counter()
         self._pending_reply = ""  # the last turn's text must not leak into this one
         self._streaming = view
         try:
-            stored, outcome, failure = await self.session.bot_turn(lambda event: self._follow(view, event))
-        except ArgtuiError as exc:
-            view.error = str(exc)
-            view.status = ""
-            view.refresh(layout=True)
-            return
-        finally:
-            self._bot_busy = False
-            self._streaming = None
-        self._flush_reply()
-        view.turn = stored
-        view.status = ""
-        if outcome is not None:
-            view.content = outcome.reply
-            self.query_one("#status", Static).update(
-                f"reply in {time.perf_counter() - started:.1f} s ({outcome.requests} requests); judging it…"
+            stored, outcome, _failure = await self.session.bot_turn(
+                lambda event: self._follow(view, event), turn=view.turn, deadline_s=self.settings.turn_timeout_s
             )
-            self._judge(view)
-        else:
-            view.error = stored.error
+        except asyncio.CancelledError:
+            view.cancelled()
+            self._redraw(view)
+            raise
+        finally:
+            self._streaming = None
+            self.refresh_bindings()
+        self._flush_reply()
+        view.turn, view.state, view.error = stored, stored.state, stored.error
+        view.content = stored.content
         view.refresh(layout=True)
         self._refresh_side(view)
+        if outcome is None:
+            self._say(Text(f"the bot's turn failed; {RETRY_KEY} runs it again, or send another message", style="red"))
+            return
+        self._say(f"reply in {outcome.seconds:.1f} s ({outcome.requests} requests); judging it…")
+        self._judge(view)
 
     def _follow(self, view: MessageView, event) -> None:
         if isinstance(event, StepStarted):
             view.step_state[event.step] = "running"
-            view.status = f"{STEP_TITLES[event.step]}…"
+            view.step_started = time.perf_counter()
         elif isinstance(event, StepFinished):
             view.step_state[event.step] = "done"
             view.steps = event.steps
@@ -363,7 +538,6 @@ class DebateScreen(Screen):
             return
         elif isinstance(event, TurnFailed):
             view.step_state[event.step] = "failed"
-            view.error = f"step {event.step}: {event.error}"
         elif isinstance(event, TurnCompleted):
             return
         self._redraw(view)
@@ -372,8 +546,14 @@ class DebateScreen(Screen):
         view = self._streaming
         if view is not None and self._pending_reply and self._pending_reply != view.content:
             view.content = self._pending_reply
-            view.status = ""
             view.refresh(layout=True)
+
+    def _tick(self) -> None:
+        """Running work shows its spinner and clocks move, also while a step is silent."""
+        for view in self._working():
+            view.refresh()
+            if self.selected is view and view.role == "assistant":
+                self.query_one("#steps", Static).update(self._steps_panel(view))
 
     @work(group="judging")
     async def _judge(self, view: MessageView) -> None:
@@ -387,13 +567,11 @@ class DebateScreen(Screen):
         try:
             judgment = await self.session.judge_reply(view.turn, arrived)
         except ArgtuiError as exc:
-            self.query_one("#status", Static).update(Text(f"Grice judging failed: {exc}", style="red"))
+            self._say(Text(f"Grice judging failed: {exc}", style="red"))
             return
         view.grice = judgment
         view.refresh(layout=True)
-        self.query_one("#status", Static).update(
-            Text(f"judged ({judgment.strategy}) in {judgment.seconds:.1f} s, {judgment.calls} calls")
-        )
+        self._say(Text(f"judged ({judgment.strategy}) in {judgment.seconds:.1f} s, {judgment.calls} calls"))
         if self.selected is view:
             self._refresh_side(view)
 
@@ -408,15 +586,97 @@ class DebateScreen(Screen):
 
         try:
             results = await self.session.label_message(view.turn, arrived)
+        except asyncio.CancelledError:
+            view.cancelled()
+            self._redraw(view)
+            raise
         except ArgtuiError as exc:
-            view.status = f"labelling failed: {exc}"
-            view.refresh(layout=True)
+            view.state, view.status, view.components = "failed", str(exc), None
+            self._redraw(view)
             return
+        finally:
+            self.refresh_bindings()
         view.components = results
-        view.status = ""
+        view.state = "done"
         self._redraw(view)
 
+    # ------------------------------------------------------------ stopping and retrying
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "stop_turn":
+            return bool(self._working())
+        if action == "back":
+            return not self._working()
+        if action == "retry":
+            return self.session is not None and self._retry_target() is not None
+        return True
+
+    def action_back(self) -> None:
+        self.app.pop_screen()
+
+    def action_stop_turn(self) -> None:
+        """Asks first: stop the running work and stay, stop it and leave, or keep waiting."""
+        bot = self._bot_working()
+        if bot is not None:
+            step = bot.running_step
+            doing = f"at {STEP_TITLES[step]}, " if step else ""
+            question = Text(f"The bot is answering ({doing}{time.perf_counter() - bot.started:.0f} s so far). "
+                            "Stop its turn? The message keeps a Retry.")
+        else:
+            question = Text("Your message is still being labelled. Stop the labelling? The message keeps a Retry.")
+        answers = [Answer("stop", "Stop", "s"), Answer("leave", "Stop and leave", "l"),
+                   Answer("wait", "Keep waiting", "w")]
+
+        def answered(answer: str | None) -> None:
+            working = self._working() if answer in ("stop", "leave") else []
+            for view in working:
+                view.worker.cancel()  # cancels the client's requests in flight too
+            if working:
+                self._say(f"stopped; {RETRY_KEY} runs it again")
+            if answer == "leave":
+                self.app.pop_screen()
+
+        self.app.push_screen(ChoiceDialog(question, answers), answered)
+
+    def _pair(self, view: MessageView) -> tuple[MessageView | None, MessageView | None]:
+        return (view, view.reply) if view.role == "user" else (view.message, view)
+
+    def _needs_label(self, message: MessageView | None) -> bool:
+        return message is not None and message.state in UNFINISHED
+
+    def _needs_answer(self, reply: MessageView | None) -> bool:
+        return reply is not None and reply.state in UNFINISHED
+
+    def _retry_target(self) -> tuple[MessageView | None, MessageView | None] | None:
+        """The selected message's turn when it has something to run again, else the latest such turn."""
+        candidates = [self.selected] if self.selected is not None else []
+        candidates += reversed(self._views())
+        for view in candidates:
+            message, reply = self._pair(view)
+            if self._needs_label(message) or self._needs_answer(reply):
+                return message, reply
+        return None
+
+    def action_retry(self) -> None:
+        target = self._retry_target()
+        if self.session is None or target is None:
+            self._say("nothing to retry" if self.session else "not ready yet: the backend is still starting")
+            return
+        message, reply = target
+        if self._needs_label(message):
+            self._start_label(message)
+        if self._needs_answer(reply):
+            if self._bot_working():
+                self._say(f"the bot is answering another turn; {RETRY_KEY} again when it is done")
+            else:
+                self._say("the bot is answering…")
+                self._start_answer(message, reply)
+
     # ------------------------------------------------------------ side panel
+
+    def _say(self, message: str | Text) -> None:
+        if self.app.is_running:  # else the app is closing and its widgets are going
+            self.query_one("#status", Static).update(message)
 
     def _redraw(self, view: MessageView) -> None:
         """A message changed: repaint it, and the side panel when it shows that message."""
@@ -438,6 +698,8 @@ class DebateScreen(Screen):
             tabs.active = "steps-tab"
 
     def _refresh_side(self, view: MessageView) -> None:
+        if not self.app.is_running:  # the app is closing and its widgets are going
+            return
         if view.role == "assistant":
             self.query_one("#steps", Static).update(self._steps_panel(view))
             self.query_one("#evidence", Static).update(self._evidence_panel(view))
@@ -452,16 +714,20 @@ class DebateScreen(Screen):
                     id=str(index),
                 ))
             if view.components is None:
-                options.add_option(Option("labelling…", disabled=True))
+                waiting = {"running": "labelling…", "failed": "labelling failed"}.get(view.state)
+                options.add_option(Option(waiting or "labelling cancelled", disabled=True))
 
     def _steps_panel(self, view: MessageView):
         lines = Text()
-        marks = {"done": ("✓", "green"), "running": ("…", "yellow"), "failed": ("✗", "red")}
-        for step, title in STEPS:
-            mark, style = marks.get(view.step_state.get(step, ""), ("·", "dim"))
-            seconds = view.step_seconds.get(step)
+        marks = {"done": ("✓", "green"), "running": (spinner(view.started), "yellow"), "failed": ("✗", "red"),
+                 "cancelled": ("■", "yellow")}
+        for step, title in self.level.steps:
+            state = view.step_state.get(step, "")
+            mark, style = marks.get(state, ("·", "dim"))
+            seconds = time.perf_counter() - view.step_started if state == "running" else view.step_seconds.get(step)
             lines.append(f"{mark} {title}", style=style)
-            lines.append(f"  {seconds:.1f} s\n" if seconds is not None else "\n", style="dim")
+            lines.append(f"  {seconds:.1f} s" if seconds is not None else "", style="dim")
+            lines.append(f"  {state}\n" if state in UNFINISHED else "\n", style=style)
         parts = [lines]
         strategy = view.steps.strategy
         if strategy:

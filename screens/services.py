@@ -7,6 +7,7 @@ from typing import Protocol
 
 from textual.dom import DOMNode
 
+from engines.debate.settings import DebateSettings
 from engines.llm.client import LLMClient
 from engines.llm.status import BackendStatus
 from engines.retrieval.settings import RetrievalSettings
@@ -29,6 +30,9 @@ class Services(Protocol):
 
     @property
     def retrieval_settings(self) -> RetrievalSettings: ...
+
+    @property
+    def debate_settings(self) -> DebateSettings: ...
 
     def profile_names(self) -> list[str]:
         """Every backend profile a judge can use (the embedded one included)."""

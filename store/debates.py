@@ -26,7 +26,9 @@ class Debate(SQLModel, table=True):
     claim: str
     user_side: str = Field(description="pro | con: the student's side; the bot argues the other")
     backend: str = Field(default="", description="backend profile the bot used")
-    level: int = Field(default=2, description="the opponent's level: 0 retrieval, 1 quick, 2 the five steps")
+    # Server defaults as the schema-3 migration gives them, so fresh and migrated files agree.
+    level: int = Field(default=2, sa_column_kwargs={"server_default": "2"},
+                       description="the opponent's level: 0 retrieval, 1 quick, 2 the five steps")
     created_at: datetime = Field(default_factory=_now)
     updated_at: datetime = Field(default_factory=_now, index=True)
 
@@ -43,7 +45,8 @@ class DebateTurn(SQLModel, table=True):
     evidence_json: str | None = Field(default=None, description="assistant: retrieved arguments and their use")
     length_action: str | None = None
     error: str | None = Field(default=None, description="assistant: why the turn failed, with the step")
-    state: str = Field(default="done", description="running | done | failed | cancelled")
+    state: str = Field(default="done", sa_column_kwargs={"server_default": "done"},
+                       description="running | done | failed | cancelled")
     seconds: float | None = None
     created_at: datetime = Field(default_factory=_now)
 
@@ -64,11 +67,11 @@ class DebateRepository:
     def __init__(self, db: Database):
         self._db = db
 
-    def create(self, claim: str, user_side: str, backend: str = "") -> Debate:
+    def create(self, claim: str, user_side: str, backend: str = "", level: int = 2) -> Debate:
         if user_side not in ("pro", "con"):
             raise ValueError(f"side must be pro or con, got {user_side!r}")
         with self._db.session() as session:
-            debate = Debate(claim=claim, user_side=user_side, backend=backend)
+            debate = Debate(claim=claim, user_side=user_side, backend=backend, level=level)
             session.add(debate)
             session.flush()
             session.refresh(debate)
@@ -104,6 +107,7 @@ class DebateRepository:
         length_action: str | None = None,
         error: str | None = None,
         seconds: float | None = None,
+        state: str = "done",
     ) -> DebateTurn:
         with self._db.session() as session:
             position = session.exec(
@@ -119,6 +123,7 @@ class DebateRepository:
                 length_action=length_action,
                 error=error,
                 seconds=seconds,
+                state=state,
             )
             session.add(turn)
             debate = session.get(Debate, debate_id)
@@ -126,6 +131,21 @@ class DebateRepository:
                 raise KeyError(f"no debate with id {debate_id}")
             debate.updated_at = _now()
             session.add(debate)
+            session.flush()
+            session.refresh(turn)
+            return turn
+
+    def update_turn(self, turn_id: int, **values) -> DebateTurn:
+        """Set columns of a stored turn (a running bot turn gets its outcome in place)."""
+        with self._db.session() as session:
+            turn = session.get(DebateTurn, turn_id)
+            if turn is None:
+                raise KeyError(f"no debate turn with id {turn_id}")
+            for name, value in values.items():
+                if name not in DebateTurn.model_fields:
+                    raise TypeError(f"debate_turn has no column {name!r}")
+                setattr(turn, name, value)
+            session.add(turn)
             session.flush()
             session.refresh(turn)
             return turn

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Sequence
 
@@ -87,6 +87,42 @@ def stream_reply(*deltas: str, drop_after: int | None = None, prompt_tokens: int
 def disconnect() -> Reply:
     """The connection closes before any answer."""
     return Reply(drop_after=0)
+
+
+def schema_instance(schema: dict, text: str, defs: dict | None = None) -> Any:
+    """The smallest value a pydantic JSON schema admits: the first enum value or `anyOf` branch,
+    `text` for every string, the required fields, the fewest array items."""
+    defs = schema.get("$defs", {}) if defs is None else defs
+    if "$ref" in schema:
+        return schema_instance(defs[schema["$ref"].rsplit("/", 1)[-1]], text, defs)
+    if "enum" in schema:
+        return schema["enum"][0]
+    if "const" in schema:
+        return schema["const"]
+    for combined in ("anyOf", "oneOf", "allOf"):
+        if combined in schema:
+            return schema_instance(schema[combined][0], text, defs)
+    kind = schema.get("type", "object")
+    if kind == "object":
+        properties = schema.get("properties", {})
+        return {name: schema_instance(properties[name], text, defs) for name in schema.get("required", properties)}
+    if kind == "array":
+        return [schema_instance(schema.get("items", {}), text, defs) for _ in range(max(1, schema.get("minItems", 1)))]
+    return {"string": text, "integer": 1, "number": 1.0, "boolean": True, "null": None}[kind]
+
+
+def schema_answer(text: str, delay_s: float = 0.0) -> Callable[[dict], Reply]:
+    """An `answer` that gives every request a valid instance of its `response_format` schema
+    (streamed when the request streams, `n` choices when it asks for more), so whole debate
+    turns and their judgments run; each reply waits `delay_s` first."""
+
+    def answer(body: dict) -> Reply:
+        schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("schema")
+        content = json.dumps(schema_instance(schema, text)) if schema else text
+        reply = stream_reply(content) if body.get("stream") else chat_reply(*[content] * body.get("n", 1))
+        return replace(reply, delay_s=delay_s)
+
+    return answer
 
 
 @dataclass(frozen=True)

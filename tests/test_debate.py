@@ -10,6 +10,7 @@ import pytest
 
 from engines.components.types import ComponentResult, Span, Turn
 from engines.debate.export import exchanges, full_record, rad_run
+from engines.debate.messages import trim_message
 from engines.debate.pipeline import (
     STEPS,
     WORD_LIMIT,
@@ -20,7 +21,6 @@ from engines.debate.pipeline import (
     TurnCompleted,
     TurnFailed,
     partial_reply,
-    trim_words,
 )
 from engines.debate.records import ComponentRecord, DebateRecords, GriceRecord, TurnSteps
 from engines.debate.schemas import SearchPlan, SearchQuery, StrategyAnalysis
@@ -50,9 +50,9 @@ def test_partial_reply_follows_a_streaming_json_object():
     assert partial_reply('{"justification": "x"') == ""
 
 
-def test_trim_words_keeps_the_limit():
+def test_a_reply_is_trimmed_to_the_word_limit():
     text = " ".join(f"w{i}" for i in range(80))
-    assert len(trim_words(text).split()) == WORD_LIMIT
+    assert trim_message(text, WORD_LIMIT).split() == [f"w{i}" for i in range(WORD_LIMIT)]
 
 
 def test_exchanges_pair_messages_with_the_reply_that_answered_them(db):

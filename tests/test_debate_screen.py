@@ -158,11 +158,12 @@ async def test_start_a_debate_send_a_message_and_see_reply_judgments_and_labels(
         await pilot.press("enter")
         await pilot.pause()
         user_view, bot_view = list(screen.query(MessageView))
-        assert user_view.role == "user" and bot_view.status.endswith("…")  # progress shows at once
+        assert user_view.role == "user" and (user_view.state, bot_view.state) == ("running", "running")
+        assert "Esc stops" in str(bot_view.render().renderables[-1])  # progress shows at once
         status = screen.query_one("#status", Static)
         deadline = loop.time() + 600
         while loop.time() < deadline and not (  # "judged": the stored judgment replaced the one filling in
-            str(status.render()).startswith("judged") and user_view.components is not None and user_view.status == ""
+            str(status.render()).startswith("judged") and user_view.state == "done"
         ):
             await pilot.pause(0.2)
         assert bot_view.error is None and bot_view.content

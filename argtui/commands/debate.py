@@ -12,14 +12,15 @@ from rich.text import Text
 from argtui.commands import run_with_runtime
 from argtui.runtime import Runtime
 from engines.debate.export import rad_run
-from engines.debate.pipeline import STEPS, ReplyProgress, StepFinished, StepStarted, TurnFailed
+from engines.debate.levels import EMBEDDED_LEVEL, LEVELS, default_level, get_level
+from engines.debate.pipeline import ReplyProgress, ReplyRejected, StepFinished, StepStarted, TurnFailed
 from engines.debate.records import DebateRecords
 from engines.debate.session import DEFAULT_COMPONENT_METHOD, DEFAULT_GRICE_STRATEGY, DebateSession
 from engines.errors import ArgtuiError
 from store.debates import DebateRepository
 from store.grice import GriceRepository
 
-STEP_TITLES = dict(STEPS)
+LEVEL_HELP = ", ".join(f"{level.number} {level.name.lower()}" for level in LEVELS)
 
 
 def register(subparsers) -> None:
@@ -29,6 +30,10 @@ def register(subparsers) -> None:
     )
     parser.add_argument("--claim", help="the claim to debate")
     parser.add_argument("--side", choices=("pro", "con"), default="pro", help="your side (the bot takes the other)")
+    parser.add_argument(
+        "--level", type=int, choices=[level.number for level in LEVELS],
+        help=f"the opponent's level: {LEVEL_HELP} (default: {EMBEDDED_LEVEL} on the embedded model, else 2)",
+    )
     parser.add_argument("--script", type=Path, help="a file with one student message per line: run headlessly")
     parser.add_argument("--export", type=Path, help="with --script: write the Touché RAD run shape here")
     parser.add_argument("--judge", help="backend profile for the bot and its judges (default: the default)")
@@ -48,7 +53,7 @@ def _debate(args) -> int:
             raise ArgtuiError("--export goes with --script")
         from argtui.app import run_app
 
-        return run_app(backend=args.judge, debate=(args.claim, args.side))
+        return run_app(backend=args.judge, debate=(args.claim, args.side, args.level))
     if not args.script.is_file():
         raise ArgtuiError(f"{args.script}: script file not found")
     lines = [line.strip() for line in args.script.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -70,14 +75,17 @@ async def _play(runtime: Runtime, args, lines: list[str]) -> int:
     client = await runtime.client(args.judge)
     retriever = await runtime.retriever()
     repository = DebateRepository(runtime.db)
-    debate = repository.create(args.claim, args.side, backend=client.profile.name)
+    level = get_level(default_level(client.profile) if args.level is None else args.level)
+    debate = repository.create(args.claim, args.side, backend=client.profile.name, level=level.number)
     session = DebateSession(
         repository, debate, client, retriever,
         reason_store=GriceRepository(runtime.db),
         grice_strategy=args.grice_strategy, component_method=args.component_method,
     )
     bot_side = "con" if args.side == "pro" else "pro"
-    err.print(f"debate {debate.id}: {args.claim!r}, student {args.side}, bot {bot_side}", markup=False)
+    err.print(f"debate {debate.id}: {args.claim!r}, student {args.side}, bot {bot_side}, "
+              f"level {level.number} ({level.name})", markup=False)
+    step_titles = dict(level.steps)
     failures = 0
     for number, message in enumerate(lines, 1):
         err.print(Text.assemble((f"turn {number}", "bold"), f" student: {message}"), highlight=False)
@@ -87,14 +95,16 @@ async def _play(runtime: Runtime, args, lines: list[str]) -> int:
         def follow(event) -> None:
             timings.setdefault("first_event", time.perf_counter() - started)
             if isinstance(event, StepStarted):
-                err.print(f"  … {STEP_TITLES[event.step]}", highlight=False)
+                err.print(f"  … {step_titles.get(event.step, event.step)}", highlight=False)
             elif isinstance(event, StepFinished):
-                err.print(f"  ✓ {STEP_TITLES[event.step]} ({event.seconds:.1f} s, {event.attempts} attempt(s))",
+                err.print(f"  ✓ {step_titles.get(event.step, event.step)} ({event.seconds:.1f} s, {event.attempts} attempt(s))",
                           highlight=False)
             elif isinstance(event, ReplyProgress):
                 timings.setdefault("first_reply_text", time.perf_counter() - started)
+            elif isinstance(event, ReplyRejected):
+                err.print(f"  ↻ draft {event.attempt} rejected: {event.reason}", markup=False, highlight=False)
             elif isinstance(event, TurnFailed):
-                err.print(f"  ✗ {STEP_TITLES[event.step]}: {event.error}", style="red", markup=False,
+                err.print(f"  ✗ {step_titles.get(event.step, event.step)}: {event.error}", style="red", markup=False,
                           highlight=False)
 
         result = await session.exchange(message, follow)
@@ -102,8 +112,11 @@ async def _play(runtime: Runtime, args, lines: list[str]) -> int:
         if result.bot is None:
             failures += 1
             continue
-        err.print(f"  bot ({result.bot.words} words, {result.bot.requests} requests): {result.bot.reply}",
+        source = ", ".join(f"{a.id} ({a.topic})" for a in result.bot.used_arguments)
+        fallback = "; every draft rejected, the best argument instead" if result.bot.fallback else ""
+        err.print(f"  bot ({result.bot.words} words, {result.bot.requests} requests{fallback}): {result.bot.reply}",
                   markup=False, highlight=False)
+        err.print(f"  from: {source}", markup=False, highlight=False)
         if result.judgment:
             verdicts = ", ".join(
                 f"{m}={j.answer or 'invalid'}" + (f" ({j.p_yes:.2f})" if j.p_yes is not None else "")

@@ -175,8 +175,11 @@ def print_report(console: Console, report: TaskReport) -> None:
     """Every table of a report, then its notes; a long first cell (a judge's name) wraps
     rather than squeezing the numbers, so eight columns fit 80."""
     for data in report.tables:
+        console.print()
+        if data.title:  # its own line: a table's title would wrap at the table's width
+            console.print(Text(data.title, style="bold"))
         table = Table(
-            title=data.title, title_justify="left", caption=data.caption or None,
+            caption=data.caption or None,
             box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=0,  # the box puts a space between columns
         )
         longest = max((len(str(row[0])) for row in data.rows), default=0)
@@ -187,7 +190,6 @@ def print_report(console: Console, report: TaskReport) -> None:
                 table.add_column(column, justify="right")
         for row in data.rows:
             table.add_row(*(_cell(value) for value in row))
-        console.print()
         console.print(table)
     for note in report.notes:
         console.print(Text(note, style="dim"))

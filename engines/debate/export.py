@@ -27,13 +27,13 @@ def rad_argument(row: EvidenceRow) -> dict:
 
 
 def exchanges(turns: list[StoredTurn]) -> list[tuple[StoredTurn, StoredTurn]]:
-    """(user message, the bot reply that answered it); failed bot turns are left out."""
+    """(user message, the bot reply that answered it); failed, cancelled and running bot turns are left out."""
     pairs = []
     pending: StoredTurn | None = None
     for turn in turns:
         if turn.role == "user":
             pending = turn
-        elif pending is not None and turn.error is None:
+        elif pending is not None and turn.in_dialogue:
             pairs.append((pending, turn))
             pending = None
     return pairs
@@ -62,7 +62,7 @@ def rad_run(debate: Debate, turns: list[StoredTurn], model: str = "") -> dict:
             "configuration": {
                 "topic": {"description": debate.claim},
                 "user": {"class": "argtui-student", "side": debate.user_side},
-                "system": {"class": SYSTEM_CLASS, "backend": debate.backend, "model": model},
+                "system": {"class": SYSTEM_CLASS, "level": debate.level, "backend": debate.backend, "model": model},
                 "maxTurns": len(user_turns),
             },
             "userTurns": user_turns,
@@ -78,6 +78,7 @@ def full_record(repository: DebateRepository, debate: Debate) -> dict:
         "claim": debate.claim,
         "user_side": debate.user_side,
         "backend": debate.backend,
+        "level": debate.level,
         "created_at": debate.created_at.isoformat(),
         "turns": [
             {
@@ -85,6 +86,7 @@ def full_record(repository: DebateRepository, debate: Debate) -> dict:
                 "role": turn.role,
                 "content": turn.content,
                 "error": turn.error,
+                "state": turn.state,
                 "length_action": turn.length_action,
                 "seconds": turn.seconds,
                 "steps": turn.steps.model_dump(mode="json", exclude_none=True) if turn.steps else {},

@@ -6,7 +6,12 @@ strategies; (3) per query, the best three of what was retrieved (queries
 concurrently); (4) up to three arguments overall; (5) a reply of at most 60
 words with the arguments it used, streamed. Every step's JSON is schema
 constrained and validated; a step that still fails after its retries ends the
-turn with `TurnFailed` — never skipped.
+turn with `TurnFailed` — never skipped. So does a step that runs out of its time.
+
+The reply is checked before it counts (`engines.debate.replies`): a draft that is
+too long, repeats the instructions or argues the student's side is retried once
+with the reason, then replaced by the best selected argument's text, marked as a
+fallback. `Opponent` holds what every opponent level shares (`engines.debate.levels`).
 """
 
 from __future__ import annotations
@@ -15,13 +20,16 @@ import asyncio
 import json
 import re
 import time
-from dataclasses import dataclass
-from typing import AsyncIterator, Literal, Sequence, TypeVar
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import AsyncGenerator, AsyncIterator, Awaitable, Callable, Literal, Mapping, Sequence, TypeVar
 
 from pydantic import BaseModel
 
-from engines.debate import prompts
-from engines.debate.records import EvidenceRow, GraphRecord, ReplyStep, RetrievalStep, TurnSteps
+from engines.debate import prompts, replies
+from engines.debate.messages import count_words, trim_message
+from engines.debate.records import EvidenceRow, GraphRecord, RejectedDraft, ReplyStep, RetrievalStep, TurnSteps
+from engines.debate.replies import WORD_LIMIT, Rejection
 from engines.debate.schemas import (
     FinalSelection,
     QuerySelection,
@@ -35,12 +43,11 @@ from engines.debate.schemas import (
 )
 from engines.llm.client import LLMClient, json_schema_constraint, parse_structured
 from engines.llm.profile import Sampling
-from engines.llm.types import Completion, Structured, TextDelta
+from engines.llm.types import Completion, TextDelta
 from engines.retrieval.strategies import ArgumentGraph, retrieve_for_idea
 from engines.retrieval.types import Argument, Retriever
 
 Side = Literal["pro", "con"]
-WORD_LIMIT = 60
 STEPS: tuple[tuple[str, str], ...] = (
     ("strategy", "1 Strategy"),
     ("queries", "2 Queries"),
@@ -49,8 +56,15 @@ STEPS: tuple[tuple[str, str], ...] = (
     ("final", "4 Final selection"),
     ("reply", "5 Reply"),
 )
+# Seconds each of the five steps may take, all its attempts included: about three times
+# the slowest the embedded model took on two shared cores (selection 41 s, reply 39 s), so
+# only a stuck backend reaches them.
+STEP_TIMEOUTS: dict[str, float] = {
+    "strategy": 60.0, "queries": 60.0, "retrieval": 10.0, "selection": 120.0, "final": 60.0, "reply": 120.0,
+}
 STRATEGY_HEADINGS = {"attack": "ATTACK STRATEGY", "support": "SUPPORT STRATEGY", "text": "TEXT STRATEGY"}
 ModelT = TypeVar("ModelT", bound=BaseModel)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -88,6 +102,15 @@ class ReplyProgress:
 
 
 @dataclass(frozen=True)
+class ReplyRejected:
+    """A reply draft failed its checks: what streamed so far is not the reply."""
+
+    reason: str
+    text: str
+    attempt: int
+
+
+@dataclass(frozen=True)
 class TurnFailed:
     step: str
     error: str
@@ -111,10 +134,12 @@ class BotTurn:
     reply: str
     words: int
     length_action: str | None  # None, "regenerated" or "trimmed"
-    strategy: StrategyAnalysis
-    queries: list[SearchQuery]
     evidence: list[EvidenceItem]
     steps: TurnSteps
+    strategy: StrategyAnalysis | None = None  # level 2 only
+    queries: list[SearchQuery] = field(default_factory=list)  # level 2 only
+    level: int = 2
+    fallback: bool = False  # every draft was rejected: the reply is the best selected argument's text
     seconds: float = 0.0
     requests: int = 0
 
@@ -132,7 +157,7 @@ class TurnCompleted:
     turn: BotTurn
 
 
-PipelineEvent = StepStarted | StepFinished | ReplyProgress | TurnFailed | TurnCompleted
+PipelineEvent = StepStarted | StepFinished | ReplyProgress | ReplyRejected | TurnFailed | TurnCompleted
 
 
 class StepError(Exception):
@@ -142,14 +167,6 @@ class StepError(Exception):
 
 
 # ---------------------------------------------------------------- helpers
-
-
-def count_words(text: str) -> int:
-    return len(text.split())
-
-
-def trim_words(text: str, limit: int = WORD_LIMIT) -> str:
-    return " ".join(text.split()[:limit])
 
 
 def render_dialogue(setup: DebateSetup, history: Sequence[DialogueTurn]) -> str:
@@ -200,17 +217,7 @@ def render_retrieved(graph: ArgumentGraph) -> str:
     )
 
 
-def _finished(
-    step: str, steps: TurnSteps, evidence: list[EvidenceItem], started: float, attempts: int = 1
-) -> StepFinished:
-    # A copy: the screen keeps the event's steps while the pipeline goes on filling its own.
-    return StepFinished(
-        step, steps.model_copy(), tuple(EvidenceRow.of(item) for item in evidence),
-        time.perf_counter() - started, attempts,
-    )
-
-
-def _evidence_from(graph: ArgumentGraph, query: int) -> list[EvidenceItem]:
+def evidence_from(graph: ArgumentGraph, query: int) -> list[EvidenceItem]:
     items = []
     for node in graph.nodes:
         edges = graph.edges_from(node.argument.id)
@@ -220,11 +227,86 @@ def _evidence_from(graph: ArgumentGraph, query: int) -> list[EvidenceItem]:
     return items
 
 
-# ---------------------------------------------------------------- pipeline
+# ---------------------------------------------------------------- time limits
 
 
-class DebatePipeline:
-    """One bot turn at a time; the client and retriever are shared with the rest of the app."""
+class StepClock:
+    """One step's time limit. What runs within it is cancelled at the deadline and the turn
+    fails naming the step. Awaits are bounded one at a time, never across a `yield`, so
+    whoever consumes the events is never the one cancelled."""
+
+    def __init__(self, step: str, seconds: float):
+        self.step, self.seconds = step, seconds
+        self.started = time.perf_counter()
+        self._deadline = asyncio.get_running_loop().time() + seconds
+
+    @asynccontextmanager
+    async def _bounded(self) -> AsyncIterator[None]:
+        try:
+            async with asyncio.timeout_at(self._deadline):
+                yield
+        except TimeoutError:
+            raise StepError(self.step, f"timed out after {self.seconds:g} s", "") from None
+
+    async def run(self, awaitable: Awaitable[T]) -> T:
+        async with self._bounded():
+            return await awaitable
+
+    async def events(self, events: AsyncGenerator[T, None]) -> AsyncIterator[T]:
+        try:
+            while True:
+                async with self._bounded():
+                    try:
+                        event = await anext(events)
+                    except StopAsyncIteration:
+                        return
+                yield event
+        finally:
+            await events.aclose()
+
+
+def step_finished(clock: StepClock, turn: BotTurn, attempts: int = 1) -> StepFinished:
+    # A copy: the screen keeps the event's steps while the turn goes on filling its own.
+    return StepFinished(
+        clock.step, turn.steps.model_copy(), tuple(EvidenceRow.of(item) for item in turn.evidence),
+        time.perf_counter() - clock.started, attempts,
+    )
+
+
+def _mark_used(evidence: list[EvidenceItem], texts: Sequence[str]) -> None:
+    """Used are the finally selected arguments the reply names, by id: the same text found
+    for another query is the same argument, an unselected one with that text is not."""
+    named = set(texts)
+    ids = {item.argument.id for item in evidence if item.final and item.argument.text in named}
+    for item in evidence:
+        item.used = item.argument.id in ids
+
+
+# ---------------------------------------------------------------- what every level shares
+
+
+@dataclass(frozen=True)
+class Draft:
+    """What one reply attempt wrote."""
+
+    reply: Reply | None  # None: the output did not parse (`error` says why)
+    raw: str
+    error: str | None = None
+    complete: bool = True  # False: the model was still writing at its token limit
+
+
+# (attempt, why the previous draft was rejected) -> the draft's progress, then the Draft
+WriteDraft = Callable[[int, Rejection | None], AsyncGenerator[ReplyProgress | Draft, None]]
+
+
+class Opponent:
+    """A bot that answers one turn at a time: the backend and argument base (shared with the
+    rest of the app), sampling, the steps' time limits and the checked reply. A level
+    defines `_turn`, which fills the `BotTurn` that `run_turn` reports."""
+
+    level: int
+    steps: tuple[tuple[str, str], ...]  # (name, title) of the steps it runs, in order
+    default_timeouts: Mapping[str, float]  # seconds per step, unless `step_timeouts` says otherwise
 
     def __init__(
         self,
@@ -235,6 +317,7 @@ class DebatePipeline:
         seed: int = 0,
         attempts: int = 2,
         k: int = 2,
+        step_timeouts: Mapping[str, float] | None = None,
     ):
         self.client = client
         self.retriever = retriever
@@ -242,12 +325,100 @@ class DebatePipeline:
         self.seed = seed
         self.attempts = attempts
         self.k = k
+        self.step_timeouts = {**self.default_timeouts, **(step_timeouts or {})}
 
     def _sampling(self, attempt: int, max_tokens: int) -> Sampling:
         # A retry is a new sample (new seed), so the cache does not replay the failure.
         return Sampling(temperature=self.temperature, seed=self.seed + attempt, max_tokens=max_tokens)
 
-    async def _step(self, step: str, prompt: str, model_cls: type[ModelT], max_tokens: int) -> tuple[ModelT, int]:
+    def _clock(self, step: str) -> StepClock:
+        return StepClock(step, self.step_timeouts[step])
+
+    async def run_turn(self, setup: DebateSetup, history: Sequence[DialogueTurn]) -> AsyncIterator[PipelineEvent]:
+        """Events for one bot turn answering the last user message in `history`."""
+        started = time.perf_counter()
+        requests_before = self.client.accounting.requests
+        turn = BotTurn(
+            reply="", words=0, length_action=None, evidence=[], steps=TurnSteps(level=self.level), level=self.level
+        )
+        try:
+            async for event in self._turn(setup, history, turn):
+                yield event
+        except StepError as failure:
+            yield TurnFailed(failure.step, failure.error, failure.raw)
+            return
+        turn.words = count_words(turn.reply)
+        turn.seconds = time.perf_counter() - started
+        turn.requests = self.client.accounting.requests - requests_before
+        yield TurnCompleted(turn)
+
+    def _turn(self, setup: DebateSetup, history: Sequence[DialogueTurn], turn: BotTurn) -> AsyncIterator[PipelineEvent]:
+        raise NotImplementedError
+
+    async def _checked_reply(
+        self, clock: StepClock, setup: DebateSetup, turn: BotTurn, write: WriteDraft, templates: Sequence[str],
+        fallback: str,
+    ) -> AsyncIterator[PipelineEvent]:
+        """Drafts (`self.attempts` at most, each retry told why the last one was rejected) until
+        one passes the checks; it becomes the turn's reply. When none does, the reply is
+        `fallback` (the best selected argument's text), marked as such."""
+        rejected: list[RejectedDraft] = []
+        rejection: Rejection | None = None
+        accepted: Reply | None = None
+        for attempt in range(self.attempts):
+            draft = Draft(None, "", "no output came")
+            async for event in clock.events(write(attempt, rejection)):
+                if isinstance(event, ReplyProgress):
+                    yield event
+                else:
+                    draft = event
+            rejection = await self._rejection(clock, setup, draft, templates)
+            if rejection is None:
+                accepted = draft.reply
+                break
+            text = draft.reply.response if draft.reply else draft.raw
+            rejected.append(RejectedDraft(kind=rejection.kind, reason=rejection.reason, text=text))
+            yield ReplyRejected(rejection.reason, text, attempt + 1)
+        if accepted is None:
+            trimmed = count_words(fallback) > WORD_LIMIT
+            step = ReplyStep(
+                response=trim_message(fallback, WORD_LIMIT) if trimmed else fallback, justification="", arguments=[fallback],
+                length_action="trimmed" if trimmed else None, rejected=rejected, fallback=True,
+            )
+            yield ReplyProgress(step.response)
+        else:
+            regenerated = any(earlier.kind == "length" for earlier in rejected)
+            step = ReplyStep(
+                **accepted.model_dump(), length_action="regenerated" if regenerated else None, rejected=rejected
+            )
+        turn.steps.reply = step
+        turn.reply, turn.length_action, turn.fallback = step.response.strip(), step.length_action, step.fallback
+        _mark_used(turn.evidence, step.arguments)
+
+    async def _rejection(
+        self, clock: StepClock, setup: DebateSetup, draft: Draft, templates: Sequence[str]
+    ) -> Rejection | None:
+        if draft.reply is None:
+            return Rejection("invalid", f"the output was not usable: {draft.error}")
+        text = draft.reply.response
+        return replies.check_text(text, templates, complete=draft.complete) or await clock.run(
+            replies.check_stance(self.client, setup.claim, setup.user_side, text)
+        )
+
+
+# ---------------------------------------------------------------- level 2: the five steps
+
+
+class DebatePipeline(Opponent):
+    """Level 2: the five SINAI steps."""
+
+    level = 2
+    steps = STEPS
+    default_timeouts = STEP_TIMEOUTS
+
+    async def _structured(
+        self, step: str, prompt: str, model_cls: type[ModelT], max_tokens: int
+    ) -> tuple[ModelT, int]:
         messages = [{"role": "user", "content": prompt}]
         last = None
         for attempt in range(self.attempts):
@@ -257,133 +428,100 @@ class DebatePipeline:
             last = result
         raise StepError(step, f"invalid output after {self.attempts} attempts: {last.error}", last.raw)
 
-    async def run_turn(self, setup: DebateSetup, history: Sequence[DialogueTurn]) -> AsyncIterator[PipelineEvent]:
-        """Events for one bot turn answering the last user message in `history`."""
-        started = time.perf_counter()
-        requests_before = self.client.accounting.requests
+    async def _turn(
+        self, setup: DebateSetup, history: Sequence[DialogueTurn], turn: BotTurn
+    ) -> AsyncIterator[PipelineEvent]:
         dialogue = render_dialogue(setup, history)
-        steps = TurnSteps()
-        evidence: list[EvidenceItem] = []
-        step = "strategy"
-        try:
-            # 1 strategy
-            yield StepStarted(step)
-            t = time.perf_counter()
-            strategy, attempts = await self._step(
-                step, prompts.STRATEGY_ANALYSIS.format(debate_dialogue=dialogue), StrategyAnalysis, 700
-            )
-            steps.strategy = strategy
-            yield _finished(step, steps, evidence, t, attempts)
+        steps = turn.steps
 
-            # 2 queries
-            step = "queries"
-            yield StepStarted(step)
-            t = time.perf_counter()
-            plan, attempts = await self._step(
-                step,
-                prompts.QUERY_GENERATION.format(
-                    debate_dialogue=dialogue,
-                    approach_strategy=strategy.approach_strategy,
-                    approach_description=prompts.APPROACH_DESCRIPTIONS[strategy.approach_strategy],
-                    justification_approach=strategy.justification_approach,
-                ),
-                SearchPlan,
-                600,
-            )
-            queries = plan.queries()
-            steps.queries = plan
-            yield _finished(step, steps, evidence, t, attempts)
+        # 1 strategy
+        clock = self._clock("strategy")
+        yield StepStarted(clock.step)
+        strategy, attempts = await clock.run(self._structured(
+            clock.step, prompts.STRATEGY_ANALYSIS.format(debate_dialogue=dialogue), StrategyAnalysis, 700
+        ))
+        steps.strategy = turn.strategy = strategy
+        yield step_finished(clock, turn, attempts)
 
-            # 2.5 retrieval, all queries at once
-            step = "retrieval"
-            yield StepStarted(step)
-            t = time.perf_counter()
-            graphs = await asyncio.gather(
-                *(retrieve_for_idea(self.retriever, q.opponent_idea, q.field_to_look, self.k) for q in queries)
-            )
-            evidence = [item for i, graph in enumerate(graphs, 1) for item in _evidence_from(graph, i)]
-            if not evidence:
-                raise StepError(step, "the argument base returned nothing for any query", "")
-            steps.retrieval = RetrievalStep(graphs=[GraphRecord.of(graph) for graph in graphs])
-            yield _finished(step, steps, evidence, t)
+        # 2 queries
+        clock = self._clock("queries")
+        yield StepStarted(clock.step)
+        plan, attempts = await clock.run(self._structured(
+            clock.step,
+            prompts.QUERY_GENERATION.format(
+                debate_dialogue=dialogue,
+                approach_strategy=strategy.approach_strategy,
+                approach_description=prompts.APPROACH_DESCRIPTIONS[strategy.approach_strategy],
+                justification_approach=strategy.justification_approach,
+            ),
+            SearchPlan,
+            600,
+        ))
+        queries = turn.queries = plan.queries()
+        steps.queries = plan
+        yield step_finished(clock, turn, attempts)
 
-            # 3 per-query selection, queries concurrently
-            step = "selection"
-            yield StepStarted(step)
-            t = time.perf_counter()
-            selections = await asyncio.gather(
-                *(self._select_for_query(dialogue, strategy, q, g) for q, g in zip(queries, graphs) if g.nodes)
-            )
-            searched = [(q, g) for q, g in zip(queries, graphs) if g.nodes]
-            for (query, graph), (selection, _) in zip(searched, selections):
-                chosen = set(selection.arguments)
-                query_number = graphs.index(graph) + 1
-                for item in evidence:
-                    if item.query == query_number and item.argument.text in chosen:
-                        item.selected = True
-            steps.selection = {f"SEARCH_{graphs.index(g) + 1}": s for (_, g), (s, _) in zip(searched, selections)}
-            yield _finished(step, steps, evidence, t, max(a for _, a in selections))
+        # 2.5 retrieval, all queries at once
+        clock = self._clock("retrieval")
+        yield StepStarted(clock.step)
+        graphs = await clock.run(asyncio.gather(
+            *(retrieve_for_idea(self.retriever, q.opponent_idea, q.field_to_look, self.k) for q in queries)
+        ))
+        turn.evidence = [item for i, graph in enumerate(graphs, 1) for item in evidence_from(graph, i)]
+        if not turn.evidence:
+            raise StepError(clock.step, "the argument base returned nothing for any query", "")
+        steps.retrieval = RetrievalStep(graphs=[GraphRecord.of(graph) for graph in graphs])
+        yield step_finished(clock, turn)
 
-            # 4 final selection
-            step = "final"
-            yield StepStarted(step)
-            t = time.perf_counter()
-            final, attempts = await self._final_selection(dialogue, searched, selections, graphs)
-            final_texts = {text for _, text, _ in final.selected()}
-            for item in evidence:
-                item.final = item.argument.text in final_texts
-            steps.final = final
-            yield _finished(step, steps, evidence, t, attempts)
+        # 3 per-query selection, queries concurrently
+        clock = self._clock("selection")
+        yield StepStarted(clock.step)
+        searched = [(q, g) for q, g in zip(queries, graphs) if g.nodes]
+        selections = await clock.run(asyncio.gather(
+            *(self._select_for_query(dialogue, strategy, q, g) for q, g in searched)
+        ))
+        for (query, graph), (selection, _) in zip(searched, selections):
+            chosen = set(selection.arguments)
+            query_number = graphs.index(graph) + 1
+            for item in turn.evidence:
+                if item.query == query_number and item.argument.text in chosen:
+                    item.selected = True
+        steps.selection = {f"SEARCH_{graphs.index(g) + 1}": s for (_, g), (s, _) in zip(searched, selections)}
+        yield step_finished(clock, turn, max(a for _, a in selections))
 
-            # 5 reply, streamed
-            step = "reply"
-            yield StepStarted(step)
-            t = time.perf_counter()
-            reply: Reply | None = None
-            length_action = None
-            attempts, raw = 0, ""
-            for attempt in range(self.attempts):
-                attempts = attempt + 1
-                result = None
-                async for event in self._stream_reply(dialogue, strategy, final, attempt):
-                    if isinstance(event, ReplyProgress):
-                        yield event
-                    else:
-                        result = event
-                raw = result.raw if result else raw
-                if result is None or not result.valid:
-                    continue
-                reply = result.value
-                if count_words(reply.response) <= WORD_LIMIT:
-                    break
-                length_action = "regenerated"
-            if reply is None:
-                raise StepError(step, f"invalid output after {self.attempts} attempts", raw)
-            text = reply.response.strip()
-            if count_words(text) > WORD_LIMIT:
-                text, length_action = trim_words(text), "trimmed"
-                yield ReplyProgress(text)
-            used = set(reply.arguments)
-            for item in evidence:
-                item.used = item.argument.text in used
-            steps.reply = ReplyStep(**reply.model_dump(), length_action=length_action)
-            yield _finished(step, steps, evidence, t, attempts)
-        except StepError as failure:
-            yield TurnFailed(failure.step, failure.error, failure.raw)
-            return
-        yield TurnCompleted(
-            BotTurn(
-                reply=text,
-                words=count_words(text),
-                length_action=length_action,
-                strategy=strategy,
-                queries=queries,
-                evidence=evidence,
-                steps=steps,
-                seconds=time.perf_counter() - started,
-                requests=self.client.accounting.requests - requests_before,
-            )
+        # 4 final selection
+        clock = self._clock("final")
+        yield StepStarted(clock.step)
+        final, attempts = await clock.run(self._final_selection(dialogue, searched, selections, graphs))
+        final_texts = {text for _, text, _ in final.selected()}
+        for item in turn.evidence:
+            item.final = item.argument.text in final_texts
+        steps.final = final
+        yield step_finished(clock, turn, attempts)
+
+        # 5 reply, streamed and checked
+        clock = self._clock("reply")
+        yield StepStarted(clock.step)
+        texts = [text for _, text, _ in final.selected()]
+        reply_cls = reply_model(texts)
+        prompt = prompts.RESPONSE_GENERATION.format(
+            debate_dialogue=dialogue,
+            tone=strategy.tone,
+            justification_tone=strategy.justification_tone,
+            style=strategy.style,
+            justification_style=strategy.justification_style,
+            perspective=strategy.perspective,
+            justification_perspective=strategy.justification_perspective,
+            selected_arguments=final.model_dump_json(exclude_none=True),
         )
+        async for event in self._checked_reply(
+            clock, setup, turn,
+            lambda attempt, rejection: self._stream_json(replies.with_reason(prompt, rejection), reply_cls, attempt),
+            (prompts.RESPONSE_GENERATION, prompts.RETRY_NOTE),
+            fallback=texts[0],
+        ):
+            yield event
+        yield step_finished(clock, turn, steps.reply.drafts)
 
     async def _select_for_query(
         self, dialogue: str, strategy: StrategyAnalysis, query: SearchQuery, graph: ArgumentGraph
@@ -396,7 +534,7 @@ class DebatePipeline:
             justification_type=strategy.justification_type,
         )
         texts = [node.argument.text for node in graph.nodes]
-        return await self._step("selection", prompt, query_selection_model(texts), 900)
+        return await self._structured("selection", prompt, query_selection_model(texts), 900)
 
     async def _final_selection(self, dialogue, searched, selections, graphs) -> tuple[FinalSelection, int]:
         blocks, aspects, texts = [], [], []
@@ -413,23 +551,11 @@ class DebatePipeline:
                 )
             )
         prompt = prompts.FINAL_SELECTION.format(debate_dialogue=dialogue, searches="\n".join(blocks))
-        return await self._step("final", prompt, final_selection_model(aspects, texts), 1200)
+        return await self._structured("final", prompt, final_selection_model(aspects, texts), 1200)
 
-    async def _stream_reply(
-        self, dialogue: str, strategy: StrategyAnalysis, final: FinalSelection, attempt: int
-    ) -> AsyncIterator[ReplyProgress | Structured[Reply]]:
-        texts = [text for _, text, _ in final.selected()]
-        reply_cls = reply_model(texts)
-        prompt = prompts.RESPONSE_GENERATION.format(
-            debate_dialogue=dialogue,
-            tone=strategy.tone,
-            justification_tone=strategy.justification_tone,
-            style=strategy.style,
-            justification_style=strategy.justification_style,
-            perspective=strategy.perspective,
-            justification_perspective=strategy.justification_perspective,
-            selected_arguments=final.model_dump_json(exclude_none=True),
-        )
+    async def _stream_json(
+        self, prompt: str, reply_cls: type[Reply], attempt: int
+    ) -> AsyncGenerator[ReplyProgress | Draft, None]:
         raw, shown = "", ""
         completion: Completion | None = None
         async for event in self.client.stream(
@@ -446,4 +572,5 @@ class DebatePipeline:
             else:
                 completion = event
         if completion is not None:
-            yield parse_structured(reply_cls, completion)
+            result = parse_structured(reply_cls, completion)
+            yield Draft(result.value, result.raw, result.error)

@@ -1,7 +1,8 @@
-"""The SINAI five-step prompts (CLEF 2025 RAD subtask 1), verbatim from the paper's appendix.
+"""The SINAI five-step prompts (CLEF 2025 RAD subtask 1), verbatim from the paper's appendix,
+and argtui's own prompts for the quicker opponent levels and the reply checks (at the end).
 
-Only line breaks were added between list items; the words, including the
-paper's spelling, are the paper's. Placeholders are filled by `str.format`.
+In the paper's prompts only line breaks were added between list items; the words,
+including the paper's spelling, are the paper's. Placeholders are filled by `str.format`.
 """
 
 from __future__ import annotations
@@ -113,3 +114,21 @@ Moreover take in account that your answer must meet the following criteria:
 - Relation: be relevant. Is the response coherent with the conversation and does it express a contrary stance to the user?
 - Manner: be clear. Is the response clear and precise?
 - Length: be of at most 60 words"""
+
+
+# ---------------------------------------------------------------- argtui's own (not the paper's)
+
+# Level 1: one call that adapts the best counter-argument to the dialogue.
+QUICK_REPLY = """\
+{debate_dialogue}
+Your argument: "{argument}"
+Rewrite your argument as a reply to your opponent's last message, in at most 60 words. Reply:"""
+
+# Added to a reply prompt when the previous answer was rejected.
+RETRY_NOTE = "Your previous answer was rejected because {reason}. Write a new answer that avoids this."
+
+# The stance check of a reply: it names the student's side, so "yes" means the reply argues it.
+STANCE_CHECK = """\
+Debate topic: {claim}
+Reply: {reply}
+Does the reply argue {stance} the topic? Answer yes or no."""

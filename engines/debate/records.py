@@ -115,8 +115,23 @@ class RetrievalStep(Record):
     graphs: list[GraphRecord]
 
 
+class RejectedDraft(Record):
+    """A reply draft that was not shown, and why."""
+
+    kind: str  # invalid | empty | length | echo | stance
+    reason: str
+    text: str
+
+
 class ReplyStep(Reply):
     length_action: str | None = None  # None, "regenerated" or "trimmed"
+    rejected: list[RejectedDraft] = []
+    fallback: bool = False  # every draft was rejected: the reply is the best selected argument's text
+
+    @property
+    def drafts(self) -> int:
+        """How many drafts the model wrote for this reply."""
+        return len(self.rejected) + (not self.fallback)
 
 
 class TurnSteps(Record):
@@ -129,6 +144,7 @@ class TurnSteps(Record):
     selection: dict[str, QuerySelection] | None = None  # by query name, SEARCH_1…
     final: FinalSelection | None = None
     reply: ReplyStep | None = None
+    level: int | None = None  # the opponent level that ran (None: stored before levels, the five steps)
     failed_step: str | None = None
     raw: str | None = None
 
@@ -261,6 +277,7 @@ class StoredTurn:
     steps: TurnSteps | None = None
     evidence: tuple[EvidenceRow, ...] = ()
     analyses: tuple[StoredAnalysis, ...] = ()  # oldest first
+    state: str = "done"  # running | done | failed | cancelled; of a student message, its labelling's
 
     @classmethod
     def of(cls, row: DebateTurn, analyses: Iterable[TurnAnalysis] = ()) -> StoredTurn:
@@ -269,8 +286,13 @@ class StoredTurn:
             length_action=row.length_action, seconds=row.seconds,
             steps=TurnSteps.model_validate_json(row.steps_json) if row.steps_json else None,
             evidence=tuple(EVIDENCE.validate_json(row.evidence_json)) if row.evidence_json else (),
-            analyses=tuple(StoredAnalysis.of(analysis) for analysis in analyses),
+            analyses=tuple(StoredAnalysis.of(analysis) for analysis in analyses), state=row.state,
         )
+
+    @property
+    def in_dialogue(self) -> bool:
+        """Every student message, and of the bot's turns the finished replies."""
+        return self.role == "user" or (self.state == "done" and self.error is None)
 
     def _latest(self, model: type[AnalysisResult]) -> AnalysisResult | None:
         # A turn analysed again shows its latest analysis.
@@ -290,6 +312,18 @@ class StoredTurn:
     def used_arguments(self) -> list[EvidenceRow]:
         return [row for row in self.evidence if row.used]
 
+    @property
+    def level(self) -> int | None:
+        """The opponent level of a bot reply (None for a student message, or a turn that did not finish)."""
+        if self.role != "assistant" or not self.in_dialogue:
+            return None
+        return self.steps.level if self.steps and self.steps.level is not None else 2
+
+    @property
+    def fallback(self) -> bool:
+        """The reply is the best selected argument's text because every draft was rejected."""
+        return bool(self.steps and self.steps.reply and self.steps.reply.fallback)
+
 
 class DebateRecords:
     """A debate's turns and their analyses as records, over the store's JSON columns."""
@@ -305,23 +339,44 @@ class DebateRecords:
     def add_message(self, debate_id: int, text: str) -> StoredTurn:
         return StoredTurn.of(self.repository.add_turn(debate_id, "user", text))
 
+    def start_reply(self, debate_id: int) -> StoredTurn:
+        """A bot turn that is running: it holds the next position, and its outcome is written into it."""
+        return StoredTurn.of(self.repository.add_turn(debate_id, "assistant", "", state="running"))
+
+    def restart(self, turn_id: int) -> StoredTurn:
+        """A failed or cancelled bot turn running again in its place, its old outcome cleared."""
+        return self._outcome(turn_id, "running")
+
     def add_reply(self, debate_id: int, turn: BotTurn) -> StoredTurn:
-        row = self.repository.add_turn(
-            debate_id, "assistant", turn.reply,
+        """A finished reply in one go."""
+        return self.finish_reply(self.start_reply(debate_id).id, turn)
+
+    def finish_reply(self, turn_id: int, turn: BotTurn) -> StoredTurn:
+        return self._outcome(
+            turn_id, "done", content=turn.reply,
             steps_json=turn.steps.model_dump_json(exclude_none=True),
             evidence_json=EVIDENCE.dump_json([EvidenceRow.of(item) for item in turn.evidence]).decode(),
             length_action=turn.length_action, seconds=turn.seconds,
         )
-        return StoredTurn.of(row)
 
-    def add_failure(self, debate_id: int, failure: TurnFailed, seconds: float) -> StoredTurn:
-        row = self.repository.add_turn(
-            debate_id, "assistant", "",
-            error=f"step {failure.step}: {failure.error}",
+    def finish_failure(self, turn_id: int, failure: TurnFailed, seconds: float) -> StoredTurn:
+        return self._outcome(
+            turn_id, "failed", error=f"step {failure.step}: {failure.error}",
             steps_json=TurnSteps(failed_step=failure.step, raw=failure.raw).model_dump_json(exclude_none=True),
             seconds=seconds,
         )
-        return StoredTurn.of(row)
+
+    def cancel_reply(self, turn_id: int, seconds: float) -> StoredTurn:
+        return self._outcome(turn_id, "cancelled", seconds=seconds)
+
+    def _outcome(self, turn_id: int, state: str, **values) -> StoredTurn:
+        """Every outcome column written, those not given cleared, so no earlier run shows through."""
+        cleared = dict(content="", steps_json=None, evidence_json=None, length_action=None, error=None, seconds=None)
+        return StoredTurn.of(self.repository.update_turn(turn_id, **{**cleared, **values}, state=state))
+
+    def set_labelling(self, turn_id: int, state: str) -> None:
+        """A student message's state is its labelling's: running, done, failed or cancelled."""
+        self.repository.update_turn(turn_id, state=state)
 
     def add_grice(self, turn_id: int, record: GriceRecord, judge: str) -> None:
         self.repository.add_analysis(turn_id, "grice", record.strategy, record.model_dump_json(), judge=judge)

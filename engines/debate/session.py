@@ -15,16 +15,18 @@ from dataclasses import dataclass
 from typing import Callable
 
 from engines.components.classifier import label_components
+from engines.debate.levels import opponent
 from engines.debate.pipeline import (
     BotTurn,
-    DebatePipeline,
     DebateSetup,
     DialogueTurn,
     PipelineEvent,
+    StepStarted,
     TurnCompleted,
     TurnFailed,
 )
 from engines.debate.records import ComponentRecord, DebateRecords, GriceRecord, MetricRecord, StoredTurn
+from engines.errors import ArgtuiError
 from engines.grice.judge import judge_turn
 from engines.grice.reasons import ReasonCache, ReasonStore
 from engines.grice.types import GriceContext
@@ -63,7 +65,7 @@ class DebateSession:
         self.records = DebateRecords(repository)
         self.debate = debate
         self.client = client
-        self.pipeline = DebatePipeline(client, retriever, seed=seed)
+        self.pipeline = opponent(debate.level, client, retriever, seed=seed)  # the bot of the debate's level
         self.reasons = ReasonCache(reason_store)
         self.grice_strategy = grice_strategy
         self.component_method = component_method
@@ -73,12 +75,13 @@ class DebateSession:
     def setup(self) -> DebateSetup:
         return DebateSetup(self.debate.claim, self.debate.user_side)  # type: ignore[arg-type]
 
-    def history(self) -> list[DialogueTurn]:
-        """The dialogue so far; failed bot turns are not part of it."""
+    def history(self, before: int | None = None) -> list[DialogueTurn]:
+        """The dialogue so far, or before the turn at position `before`; failed, cancelled and
+        running bot turns are not part of it."""
         return [
             DialogueTurn(turn.role, turn.content)  # type: ignore[arg-type]
-            for turn in self.repository.turns(self.debate.id)
-            if turn.error is None
+            for turn in self.records.turns(self.debate.id)
+            if turn.in_dialogue and (before is None or turn.position < before)
         ]
 
     def add_user_message(self, text: str) -> StoredTurn:
@@ -87,34 +90,62 @@ class DebateSession:
             raise ValueError("an empty message")
         return self.records.add_message(self.debate.id, text)
 
+    def start_reply(self, again: StoredTurn | None = None) -> StoredTurn:
+        """The bot's next turn stored as running, so an interrupted one is never lost; or `again`,
+        a failed or cancelled turn, running again in its place."""
+        return self.records.restart(again.id) if again else self.records.start_reply(self.debate.id)
+
     async def bot_turn(
-        self, on_event: Callable[[PipelineEvent], None] = lambda event: None
+        self,
+        on_event: Callable[[PipelineEvent], None] = lambda event: None,
+        *,
+        turn: StoredTurn | None = None,
+        deadline_s: float | None = None,
     ) -> tuple[StoredTurn, BotTurn | None, TurnFailed | None]:
-        """Run the pipeline on the history, store the outcome (reply or error) as a turn."""
+        """Run the pipeline on the dialogue before the running `turn` (a new one by default) and
+        store its outcome in it: the reply or the error; cancelled, it is stored as cancelled."""
+        turn = turn or self.start_reply()
         started = time.perf_counter()
-        outcome: BotTurn | None = None
-        failure: TurnFailed | None = None
-        async for event in self.pipeline.run_turn(self.setup, self.history()):
-            on_event(event)
-            if isinstance(event, TurnCompleted):
-                outcome = event.turn
-            elif isinstance(event, TurnFailed):
-                failure = event
+        try:
+            outcome, failure = await self._bounded_turn(turn, on_event, deadline_s)
+        except asyncio.CancelledError:
+            self.records.cancel_reply(turn.id, time.perf_counter() - started)
+            raise
         if outcome is not None:
-            stored = self.records.add_reply(self.debate.id, outcome)
+            stored = self.records.finish_reply(turn.id, outcome)
         else:
-            assert failure is not None
-            stored = self.records.add_failure(self.debate.id, failure, time.perf_counter() - started)
+            stored = self.records.finish_failure(turn.id, failure, time.perf_counter() - started)
         return stored, outcome, failure
+
+    async def _bounded_turn(
+        self, turn: StoredTurn, on_event: Callable[[PipelineEvent], None], deadline_s: float | None
+    ) -> tuple[BotTurn | None, TurnFailed | None]:
+        """The pipeline's outcome; a backend error or the deadline fails the step that was running."""
+        outcome, failure, step = None, None, "strategy"
+        try:
+            async with asyncio.timeout(deadline_s):
+                async for event in self.pipeline.run_turn(self.setup, self.history(turn.position)):
+                    on_event(event)
+                    if isinstance(event, StepStarted):
+                        step = event.step
+                    elif isinstance(event, TurnCompleted):
+                        outcome = event.turn
+                    elif isinstance(event, TurnFailed):
+                        failure = event
+        except TimeoutError:
+            failure = TurnFailed(step, f"no reply within {deadline_s:g} s, the turn's time limit", "")
+            on_event(failure)
+        except ArgtuiError as exc:
+            failure = TurnFailed(step, str(exc), "")
+            on_event(failure)
+        return outcome, failure
 
     async def judge_reply(
         self, turn: StoredTurn, on_metric: Callable[[MetricRecord], None] | None = None
     ) -> GriceRecord:
         """Grice judgments of a stored bot reply, stored with it."""
-        turns = self.repository.turns(self.debate.id)
-        dialogue = [(t.role, t.content) for t in turns if t.position < turn.position and t.error is None]
         context = GriceContext(
-            dialogue=dialogue,
+            dialogue=[(t.role, t.content) for t in self.history(turn.position)],
             reply=turn.content,
             arguments=[row.text for row in turn.used_arguments],
         )
@@ -129,14 +160,24 @@ class DebateSession:
     async def label_message(
         self, turn: StoredTurn, on_component: Callable[[int, ComponentRecord], None] | None = None
     ) -> list[ComponentRecord]:
-        """Argument components of a stored student message, stored with it."""
-        results = await label_components(
-            self.client, turn.content, method=self.component_method, seed=self.seed,
-            on_component=(lambda index, result: on_component(index, ComponentRecord.of(result)))
-            if on_component else None,
-        )
+        """Argument components of a stored student message, stored with it. The message's state
+        follows the labelling, so a relaunch knows one that was cancelled or failed."""
+        self.records.set_labelling(turn.id, "running")
+        try:
+            results = await label_components(
+                self.client, turn.content, method=self.component_method, seed=self.seed,
+                on_component=(lambda index, result: on_component(index, ComponentRecord.of(result)))
+                if on_component else None,
+            )
+        except asyncio.CancelledError:
+            self.records.set_labelling(turn.id, "cancelled")
+            raise
+        except ArgtuiError:
+            self.records.set_labelling(turn.id, "failed")
+            raise
         records = [ComponentRecord.of(result) for result in results]
         self.records.add_components(turn.id, self.component_method, records, judge=self.client.profile.name)
+        self.records.set_labelling(turn.id, "done")
         return records
 
     async def exchange(

@@ -114,13 +114,14 @@ class ManagedServer:
     def running(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
-    def stop(self) -> None:
+    def stop(self, grace_s: float = 10.0) -> None:
+        """SIGTERM, then SIGKILL if the server has not exited after `grace_s`."""
         process, self.process = self.process, None
         if process is None or process.poll() is not None:
             return
         process.terminate()
         try:
-            process.wait(timeout=10)
+            process.wait(timeout=grace_s)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=5)

@@ -1,0 +1,215 @@
+"""Opponents by level: how much work the bot puts into one reply.
+
+* **0 Retrieval**: the best counter-argument from the argument base for the student's
+  last message, word for word, with its source (the organisers' baseline; no model call);
+* **1 Quick**: that argument adapted to the dialogue in one streamed model call,
+  checked like every reply (`engines.debate.replies`);
+* **2 Full**: the five SINAI steps (`engines.debate.pipeline`).
+
+Every level reports the same events and fills the same `BotTurn` (with its level), so
+the session stores and the screen shows them alike. A debate keeps its level.
+"""
+
+from __future__ import annotations
+
+from contextlib import aclosing
+from dataclasses import dataclass
+from typing import AsyncGenerator, AsyncIterator, Sequence
+
+from engines.debate import prompts, replies
+from engines.debate.pipeline import (
+    BotTurn,
+    DebatePipeline,
+    DebateSetup,
+    DialogueTurn,
+    Draft,
+    EvidenceItem,
+    Opponent,
+    PipelineEvent,
+    ReplyProgress,
+    StepClock,
+    StepError,
+    StepStarted,
+    evidence_from,
+    render_dialogue,
+    step_finished,
+)
+from engines.debate.messages import count_words, trim_message
+from engines.debate.records import GraphRecord, RetrievalStep
+from engines.debate.replies import WORD_LIMIT
+from engines.debate.schemas import Reply
+from engines.errors import ArgtuiError
+from engines.llm.client import LLMClient
+from engines.llm.embedded import EMBEDDED_MODEL_NAME
+from engines.llm.profile import BackendProfile
+from engines.llm.types import TextDelta
+from engines.retrieval.strategies import IDEA, ArgumentGraph, GraphEdge, GraphNode
+from engines.retrieval.types import Hit, Retriever
+
+CANDIDATES = 3  # counter-arguments retrieved: the evidence levels 0 and 1 show
+QUICK_MAX_TOKENS = 120  # some 90 words: a draft still going there is too long anyway
+QUICK_DIALOGUE_TURNS = 4  # level 1 sees the last turns only, so its prompt stays short and starts fast
+# The embedded model's default (benchmarks/bench_debate_levels.py, two cores): level 0
+# answers in milliseconds, level 1 starts its text within a second and ends in about 4 s,
+# level 2 takes about a minute. Level 1 is fast enough, but the tiny model's drafts that
+# pass the checks still mostly argue the student's side or are no reply at all; level 0
+# always gives a written argument on the bot's side.
+EMBEDDED_LEVEL = 0
+FULL_LEVEL = 2  # the five steps: what every debate before levels was
+
+
+async def counter_arguments(retriever: Retriever, setup: DebateSetup, message: str, k: int = CANDIDATES) -> list[Hit]:
+    """The arguments that best attack the student's message, best first.
+
+    When the argument base holds the debate's claim as a topic: its arguments on the bot's
+    side that match the message (a topic's arguments all name the topic in their relation
+    fields, so matching those fields against the message cannot tell the sides apart).
+    Otherwise, as the organisers' baseline: arguments whose attacked claim matches the message.
+    """
+    relation = "attacks" if setup.user_side == "pro" else "supports"
+    hits = await retriever.search(message, topic=setup.claim, relation=relation, k=k)
+    return hits or await retriever.search(message, field="attacks", k=k)
+
+
+def _best(items: list[EvidenceItem], history: Sequence[DialogueTurn]) -> EvidenceItem:
+    """The best-ranked argument the bot has not said yet, within the word limit if one is."""
+    said = {turn.content.strip() for turn in history if turn.role == "assistant"}
+    fresh = [item for item in items if item.argument.text.strip() not in said] or items
+    return next((item for item in fresh if count_words(item.argument.text) <= WORD_LIMIT), fresh[0])
+
+
+class RetrievalOpponent(Opponent):
+    """Level 0: the best counter-argument, word for word."""
+
+    level = 0
+    steps = (("retrieval", "Retrieval"),)
+    default_timeouts = {"retrieval": 10.0}
+
+    async def _counter(
+        self, clock: StepClock, setup: DebateSetup, history: Sequence[DialogueTurn], turn: BotTurn
+    ) -> EvidenceItem:
+        """Retrieve the counter-arguments into the turn; the best one is selected."""
+        message = next(t.content for t in reversed(history) if t.role == "user")
+        hits = await clock.run(counter_arguments(self.retriever, setup, message))
+        if not hits:
+            raise StepError(clock.step, "the argument base has no argument against this message", "")
+        graph = ArgumentGraph(
+            idea=message, goal="ATTACK",
+            nodes=[GraphNode(hit.argument, "attack", hit.score) for hit in hits],
+            edges=[GraphEdge(hit.argument.id, IDEA, "attacks") for hit in hits],
+        )
+        turn.evidence = evidence_from(graph, 1)
+        turn.steps.retrieval = RetrievalStep(graphs=[GraphRecord.of(graph)])
+        best = _best(turn.evidence, history)
+        best.selected = best.final = True
+        return best
+
+    async def _turn(
+        self, setup: DebateSetup, history: Sequence[DialogueTurn], turn: BotTurn
+    ) -> AsyncIterator[PipelineEvent]:
+        clock = self._clock("retrieval")
+        yield StepStarted(clock.step)
+        best = await self._counter(clock, setup, history, turn)
+        best.used = True
+        text = best.argument.text.strip()
+        if count_words(text) > WORD_LIMIT:
+            text, turn.length_action = trim_message(text, WORD_LIMIT), "trimmed"
+        turn.reply = text
+        yield ReplyProgress(text)
+        yield step_finished(clock, turn)
+
+
+class QuickOpponent(RetrievalOpponent):
+    """Level 1: the best counter-argument adapted to the dialogue in one model call."""
+
+    level = 1
+    steps = (("retrieval", "Retrieval"), ("reply", "Reply"))
+    # Two short drafts and their stance checks took at most 9 s on the embedded model.
+    default_timeouts = {"retrieval": 10.0, "reply": 30.0}
+
+    async def _turn(
+        self, setup: DebateSetup, history: Sequence[DialogueTurn], turn: BotTurn
+    ) -> AsyncIterator[PipelineEvent]:
+        clock = self._clock("retrieval")
+        yield StepStarted(clock.step)
+        best = await self._counter(clock, setup, history, turn)
+        yield step_finished(clock, turn)
+
+        clock = self._clock("reply")
+        yield StepStarted(clock.step)
+        argument = best.argument.text
+        prompt = prompts.QUICK_REPLY.format(
+            debate_dialogue=render_dialogue(setup, history[-QUICK_DIALOGUE_TURNS:]), argument=argument
+        )
+        async for event in self._checked_reply(
+            clock, setup, turn,
+            lambda attempt, rejection: self._stream_text(replies.with_reason(prompt, rejection), argument, attempt),
+            (prompts.QUICK_REPLY, prompts.RETRY_NOTE),
+            fallback=argument,
+        ):
+            yield event
+        yield step_finished(clock, turn, turn.steps.reply.drafts)
+
+    async def _stream_text(self, prompt: str, argument: str, attempt: int) -> AsyncGenerator[ReplyProgress | Draft, None]:
+        """A plain-text draft. It ends at its first blank line: what a small model writes after
+        one is another speaker's turn or a second answer, not more of this one."""
+        text = ""
+        complete = False
+        async with aclosing(self.client.stream(
+            [{"role": "user", "content": prompt}], self._sampling(attempt, QUICK_MAX_TOKENS)
+        )) as events:
+            async for event in events:
+                if isinstance(event, TextDelta):
+                    text += event.text
+                    head, blank, _ = text.strip().partition("\n\n")
+                    yield ReplyProgress(head)
+                    if blank:
+                        text, complete = head, True
+                        break
+                else:
+                    complete = event.finish_reason != "length"
+        reply = text.strip()
+        yield Draft(Reply(response=reply, justification="", arguments=[argument]), text, complete=complete)
+
+
+# ---------------------------------------------------------------- the levels
+
+
+@dataclass(frozen=True)
+class OpponentLevel:
+    number: int
+    name: str
+    description: str  # one line, for the New-debate dialog and the header
+    bot: type[Opponent]
+
+    @property
+    def steps(self) -> tuple[tuple[str, str], ...]:
+        """(name, title) of the steps it runs, in order."""
+        return self.bot.steps
+
+
+LEVELS: tuple[OpponentLevel, ...] = (
+    OpponentLevel(0, "Retrieval", "answers with the best counter-argument from the argument base, word for word",
+                  RetrievalOpponent),
+    OpponentLevel(1, "Quick", "adapts the best counter-argument to your message in one model call", QuickOpponent),
+    OpponentLevel(2, "Full", "the five SINAI steps: strategy, search queries, two rounds of selection, a reply citing its arguments",
+                  DebatePipeline),
+)
+
+
+def get_level(number: int) -> OpponentLevel:
+    for level in LEVELS:
+        if level.number == number:
+            return level
+    raise ArgtuiError(f"no opponent level {number}: the levels are {', '.join(str(known.number) for known in LEVELS)}")
+
+
+def default_level(profile: BackendProfile) -> int:
+    """The tiny embedded model gets the level a student can use at interactive speed; any
+    other backend (vLLM, a configured server) the five steps."""
+    return EMBEDDED_LEVEL if profile.embedded or profile.model == EMBEDDED_MODEL_NAME else FULL_LEVEL
+
+
+def opponent(number: int, client: LLMClient, retriever: Retriever, **options) -> Opponent:
+    """The bot of that level; `options` go to `Opponent` (seed, attempts, step_timeouts…)."""
+    return get_level(number).bot(client, retriever, **options)

@@ -1,0 +1,19 @@
+"""How a debate turn is bounded: the `[debate]` table of the config file.
+
+Plain data, light to import (the config loads it at start-up).
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class DebateSettings(BaseModel):
+    """The `[debate]` table of the config file; the defaults need no configuration."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # Long enough for a developed argument, short enough for the bot's prompt and the labelling.
+    max_message_words: int = Field(default=250, ge=1)
+    # A turn of the embedded model takes about a minute on two cores; a turn past this has hung.
+    turn_timeout_s: float = Field(default=180.0, gt=0)

@@ -1,0 +1,314 @@
+"""Opponent levels, reply checks and step time limits, against the real tantivy index and a
+fake backend that scripts the model's answers and counts the requests."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import replace
+
+import pytest
+
+from engines.debate import prompts
+from engines.debate.levels import LEVELS, default_level, get_level, opponent
+from engines.debate.pipeline import (
+    STEPS,
+    DebateSetup,
+    DialogueTurn,
+    ReplyProgress,
+    ReplyRejected,
+    StepFinished,
+    StepStarted,
+    TurnCompleted,
+    TurnFailed,
+)
+from engines.debate.records import DebateRecords
+from engines.debate.replies import WORD_LIMIT, check_text
+from engines.debate.session import DebateSession
+from engines.errors import ArgtuiError
+from engines.llm.client import LLMClient
+from engines.llm.profile import BackendProfile
+from engines.retrieval import RetrievalSettings, open_retriever
+from fakes import FakeServer, Reply, chat_reply, error_reply, schema_instance, stream_reply
+from store.debates import DebateRepository
+
+CLAIM = "We should abandon the use of school uniform"  # a topic of the bundled corpus
+SETUP = DebateSetup(CLAIM, "con")  # the student defends uniforms, the bot argues for abandoning them
+MESSAGE = "School uniforms reduce bullying because nobody is mocked for their clothes."
+HISTORY = [DialogueTurn("user", MESSAGE)]
+ECHO = "A string with the response to your last opponent message. This answer has to be of a maximum of 60 words."
+TOO_LONG = " ".join(["word"] * (WORD_LIMIT + 1))
+REPLY_TEMPLATES = (prompts.RESPONSE_GENERATION, prompts.RETRY_NOTE)
+
+
+@pytest.fixture(scope="module")
+async def retriever(tmp_path_factory):
+    retriever = await open_retriever(RetrievalSettings(), tmp_path_factory.mktemp("levels-index"))
+    yield retriever
+    await retriever.aclose()
+
+
+def fake_client(server: FakeServer) -> LLMClient:
+    return LLMClient(server.profile(kind="vllm", retries=0))
+
+
+async def run(bot, history=HISTORY) -> list:
+    return [event async for event in bot.run_turn(SETUP, history)]
+
+
+def streamed(text: str) -> Reply:
+    """A streamed answer in a few pieces."""
+    return stream_reply(*(text[i : i + 20] for i in range(0, len(text), 20)))
+
+
+def stance_checks(server: FakeServer) -> list[dict]:
+    return [body for body in server.bodies if "structured_outputs" in body]
+
+
+# ---------------------------------------------------------------- the reply checks (pure)
+
+
+@pytest.mark.parametrize("text", [
+    ECHO,
+    "This answer has to be of a maximum of 60 words.",
+    "justification_tone: uniforms are cheap",
+    TOO_LONG,
+    "",
+])
+def test_the_text_checks_reject_echoes_long_and_empty_replies(text):
+    assert check_text(text, REPLY_TEMPLATES) is not None
+
+
+def test_a_reply_may_reuse_the_dialogue_and_the_arguments_it_was_given():
+    reply = ("Uniforms do not stop bullying: school uniforms are an added burden on already poor parents "
+             "and not the money-saver they like to claim.")
+    assert check_text(reply, REPLY_TEMPLATES) is None
+    assert check_text(" ".join(["word"] * WORD_LIMIT), REPLY_TEMPLATES) is None
+    assert check_text("Uniforms cost.", REPLY_TEMPLATES, complete=False).kind == "length"
+
+
+# ---------------------------------------------------------------- the levels
+
+
+def test_levels_are_numbered_named_and_described_for_the_screen():
+    assert [(level.number, bool(level.name), bool(level.description)) for level in LEVELS] == [
+        (0, True, True), (1, True, True), (2, True, True)]
+    assert get_level(2).steps == STEPS and [step for step, _ in get_level(1).steps] == ["retrieval", "reply"]
+    with pytest.raises(ArgtuiError, match="no opponent level 3"):
+        get_level(3)
+
+
+def test_the_default_level_depends_on_the_backend():
+    assert default_level(BackendProfile(name="embedded", kind="llamacpp", embedded=True)) in (0, 1)
+    assert default_level(BackendProfile(name="gpu", kind="vllm", model="meta-llama/Llama-3.1-8B-Instruct")) == 2
+
+
+async def test_level_0_answers_with_a_stored_argument_word_for_word_and_no_model_call(retriever, fake_server):
+    fake_server.answer = [error_reply(500)]  # any model call would fail the turn
+    client = fake_client(fake_server)
+    events = await run(opponent(0, client, retriever), HISTORY)
+    turn = events[-1].turn
+    assert isinstance(events[-1], TurnCompleted) and fake_server.bodies == [] and turn.requests == 0
+    assert [type(e) for e in events] == [StepStarted, ReplyProgress, StepFinished, TurnCompleted]
+    [used] = turn.used_arguments
+    [stored] = await retriever.get([used.id])
+    assert turn.reply == stored.text and turn.level == 0 and not turn.fallback
+    # on the bot's side of the claim: the student is against abandoning uniforms, the argument supports it
+    assert stored.topic == CLAIM and stored.relation == "supports"
+    assert turn.steps.retrieval.graphs[0].idea == MESSAGE and turn.steps.level == 0
+    await client.aclose()
+
+
+async def test_level_0_does_not_repeat_an_argument_it_already_gave(retriever, fake_server):
+    client = fake_client(fake_server)
+    bot = opponent(0, client, retriever)
+    first = (await run(bot))[-1].turn
+    history = [*HISTORY, DialogueTurn("assistant", first.reply), DialogueTurn("user", MESSAGE)]
+    second = (await run(bot, history))[-1].turn
+    assert second.reply != first.reply and second.used_arguments[0].topic == CLAIM
+    await client.aclose()
+
+
+async def test_a_debate_runs_the_bot_of_its_level_and_stores_the_level(db, retriever, fake_server):
+    client = fake_client(fake_server)
+    repository = DebateRepository(db)
+    debate = repository.create(CLAIM, "con", level=0)
+    session = DebateSession(repository, debate, client, retriever)
+    session.add_user_message(MESSAGE)
+    stored, outcome, failure = await session.bot_turn()
+    assert failure is None and fake_server.bodies == []
+    assert stored.level == 0 and stored.content == outcome.reply
+    assert [row.id for row in stored.used_arguments] == [a.id for a in outcome.used_arguments]
+    assert DebateRecords(repository).turns(debate.id)[1].level == 0
+    await client.aclose()
+
+
+def quick_backend(*drafts: str):
+    """Level 1's answers: the drafts in turn (streamed), "no" to every stance check."""
+    answers = iter(drafts)
+
+    def answer(body: dict) -> Reply:
+        return streamed(next(answers)) if body.get("stream") else chat_reply("no")
+
+    return answer
+
+
+async def test_level_1_adapts_the_best_argument_in_one_model_call(retriever, fake_server):
+    reply = "Uniforms do not end bullying; children still find reasons to mock each other."
+    fake_server.answer = quick_backend(reply)
+    client = fake_client(fake_server)
+    events = await run(opponent(1, client, retriever))
+    turn = events[-1].turn
+    assert turn.reply == reply and turn.level == 1 and not turn.fallback
+    generations = [body for body in fake_server.bodies if body.get("stream")]
+    assert len(generations) == 1 and len(stance_checks(fake_server)) == 1  # one draft, one stance check
+    [used] = turn.used_arguments
+    assert f'"{used.text}"' in generations[0]["messages"][0]["content"]  # the argument it was asked to adapt
+    assert [e.step for e in events if isinstance(e, StepStarted)] == ["retrieval", "reply"]
+    await client.aclose()
+
+
+async def test_a_draft_the_stance_check_rejects_is_written_again(retriever, fake_server):
+    drafts = iter(["Uniforms are great and stop bullying.", "Bullies find other targets anyway."])
+    stances = iter(["yes", "no"])  # the first draft argues the student's side
+
+    def answer(body: dict) -> Reply:
+        return streamed(next(drafts)) if body.get("stream") else chat_reply(next(stances))
+
+    fake_server.answer = answer
+    client = fake_client(fake_server)
+    events = await run(opponent(1, client, retriever))
+    [rejected] = [e for e in events if isinstance(e, ReplyRejected)]
+    assert "opponent's side" in rejected.reason and rejected.text == "Uniforms are great and stop bullying."
+    turn = events[-1].turn
+    assert turn.reply == "Bullies find other targets anyway." and not turn.fallback
+    assert turn.steps.reply.rejected[0].kind == "stance"
+    await client.aclose()
+
+
+# ---------------------------------------------------------------- level 2 on a scripted backend
+
+
+def _choices(prop: dict) -> list[str]:
+    """The texts a schema field allows (an enum, a const, or either of them or null)."""
+    for option in prop.get("anyOf", [prop]):
+        if "enum" in option or "const" in option:
+            return option.get("enum") or [option["const"]]
+    raise AssertionError(f"no choices in {prop}")
+
+
+def five_steps(*responses: str, delay_s: float = 0.0):
+    """Valid answers to steps 1-3 (read off each request's schema), two arguments in step 4,
+    the given step-5 responses in turn naming only the second of them, and "no" to every
+    stance check."""
+    streams = iter(responses)
+
+    def answer(body: dict) -> Reply:
+        if "structured_outputs" in body:
+            return chat_reply("no")
+        schema = body["response_format"]["json_schema"]["schema"]
+        props = schema["properties"]
+        if schema["title"] == "FinalSelection":
+            aspect, texts = _choices(props["aspect_argument_1"])[0], _choices(props["retrieved_argument_1"])
+            final = {"aspect_argument_1": aspect, "retrieved_argument_1": texts[0], "justification_argument_1": "a",
+                     "aspect_argument_2": aspect, "retrieved_argument_2": texts[1], "justification_argument_2": "b"}
+            return chat_reply(json.dumps(final))
+        if schema["title"] == "Reply":
+            named = _choices(props["arguments"]["items"])[1]
+            return streamed(json.dumps({"response": next(streams), "justification": "j", "arguments": [named]}))
+        if schema["title"] == "QuerySelection":  # two, so step 4 can pick two
+            return chat_reply(json.dumps({"arguments": _choices(props["arguments"]["items"])[:2],
+                                          "justification": "the strongest"}))
+        return replace(chat_reply(json.dumps(schema_instance(schema, "school uniforms reduce bullying"))),
+                       delay_s=delay_s)
+
+    return answer
+
+
+async def test_used_evidence_is_what_step_5_named_by_id(retriever, fake_server):
+    reply = "Bullies pick on other things than clothes, so uniforms change little."
+    fake_server.answer = five_steps(reply)
+    client = fake_client(fake_server)
+    events = await run(opponent(2, client, retriever))
+    turn = events[-1].turn
+    assert isinstance(events[-1], TurnCompleted) and turn.reply == reply and not turn.fallback
+    first, second = turn.steps.final.selected()[0][1], turn.steps.final.selected()[1][1]
+    used = {item.argument.id for item in turn.evidence if item.used}
+    assert used == {item.argument.id for item in turn.evidence if item.argument.text == second}
+    assert not used & {item.argument.id for item in turn.evidence if item.argument.text == first}
+    [last] = [e for e in events if isinstance(e, StepFinished) and e.step == "reply"]
+    assert {row.id for row in last.evidence if row.used} == used
+    await client.aclose()
+
+
+async def test_an_echo_then_a_61_word_reply_fall_back_to_the_best_argument(retriever, fake_server):
+    fake_server.answer = five_steps(ECHO, TOO_LONG)
+    client = fake_client(fake_server)
+    events = await run(opponent(2, client, retriever))
+    turn = events[-1].turn
+    best = turn.steps.final.selected()[0][1]
+    assert turn.fallback and turn.reply == best and turn.steps.reply.fallback
+    assert [d.kind for d in turn.steps.reply.rejected] == ["echo", "length"]
+    assert [e.attempt for e in events if isinstance(e, ReplyRejected)] == [1, 2]
+    assert {item.argument.id for item in turn.evidence if item.used} == {
+        item.argument.id for item in turn.evidence if item.argument.text == best}
+    replies = [body["messages"][0]["content"] for body in fake_server.bodies if body.get("stream")]
+    assert "rejected because it repeats the instructions" in replies[1] and "rejected" not in replies[0]
+    assert stance_checks(fake_server) == []  # the text checks failed first: no stance question asked
+    await client.aclose()
+
+
+# ---------------------------------------------------------------- step time limits
+
+
+@pytest.mark.parametrize("level, step", [(2, "strategy"), (1, "reply")])
+async def test_a_step_past_its_time_limit_fails_the_turn_naming_the_step(retriever, fake_server, level, step):
+    slow = Reply(events=stream_reply("Too late.").events, delay_s=10)
+
+    def answer(body: dict) -> Reply:
+        if level == 1:
+            return slow
+        return five_steps("unused", delay_s=10)(body)
+
+    fake_server.answer = answer
+    client = fake_client(fake_server)
+    started = time.perf_counter()
+    events = await run(opponent(level, client, retriever, step_timeouts={step: 0.5}))
+    failure = events[-1]
+    assert isinstance(failure, TurnFailed) and failure.step == step
+    assert failure.error == "timed out after 0.5 s"
+    assert time.perf_counter() - started < 5  # the step was stopped, not waited for
+    await client.aclose()
+
+
+# ---------------------------------------------------------------- the real model, through the CLI
+
+
+@pytest.mark.llm
+@pytest.mark.parametrize("level", [0, 1])
+def test_a_scripted_debate_at_a_quick_level_on_the_real_model(llama_profile, tmp_path, capsys, level):
+    from argtui.cli import main
+    from argtui.config import load_config
+    from argtui.runtime import Runtime
+
+    load_config().add_backend(llama_profile.model_copy(update={"timeout_s": 300}), make_default=True)
+    script = tmp_path / "student.txt"
+    script.write_text(f"{MESSAGE}\nUniforms also save parents money over a school year.\n", encoding="utf-8")
+    argv = ["debate", "--claim", CLAIM, "--side", "con", "--level", str(level), "--script", str(script),
+            "--grice-strategy", "ZSL", "--component-method", "vanilla"]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    replies = [turn["systemResponse"]["response"] for turn in json.loads(captured.out)["simulation"]["userTurns"]]
+    assert len(replies) == 2 and f"level {level}" in captured.err
+    for reply in replies:
+        assert 1 <= len(reply["content"].split()) <= WORD_LIMIT
+        [argument] = reply["arguments"]
+        assert argument["topic"] == CLAIM and (level == 1 or reply["content"] == argument["text"])
+    runtime = Runtime()
+    try:
+        [(debate, turns)] = DebateRepository(runtime.db).list()
+        assert debate.level == level and turns == 4
+        bot_turns = [t for t in DebateRecords(DebateRepository(runtime.db)).turns(debate.id) if t.role == "assistant"]
+        assert [t.level for t in bot_turns] == [level, level]
+    finally:
+        runtime.db.close()
