@@ -18,7 +18,7 @@ from sqlmodel import Field, SQLModel, select
 
 from store.db import Database
 from store.judgments import judge_name, options_digest, upsert
-from store.migrations import judgments_from_v1
+from store.migrations import has_tables, judgments_from_v1, v1_time, v1_usage
 
 ESSAYS_SOURCE = "ukp-essays"
 TYPED_SOURCE = "typed"
@@ -99,19 +99,6 @@ def _judge_variant_and_options(run: str, method: str) -> tuple[str, dict]:
     return variant, {name: value for name, value in options.items() if value is not None}
 
 
-def _tables(conn: Connection) -> set[str]:
-    return {row[0] for row in conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type = 'table'")}
-
-
-def _created_at(value) -> datetime:
-    """An old row's time; SQLite kept it without its zone, which was UTC."""
-    try:
-        moment = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
-    except ValueError:
-        return _now()
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
-
-
 @judgments_from_v1
 def copy_v1(conn: Connection) -> int:
     """Copy schema 1's `component_prediction` rows, with their `component_turn` transcripts, into
@@ -123,7 +110,7 @@ def copy_v1(conn: Connection) -> int:
     `detail` is the stored reason. Rows are copied oldest first, so when two old runs map
     to the same judge the newer label wins.
     """
-    if not {"component_prediction", "component_turn", "component_document"} <= _tables(conn):
+    if not has_tables(conn, "component_prediction", "component_turn", "component_document"):
         return 0
     turns: dict[int, list[dict]] = {}
     for prediction_id, role, label, text in conn.exec_driver_sql(
@@ -162,16 +149,13 @@ def copy_v1(conn: Connection) -> int:
             "raw": row["raw"],
             "invalid_reason": None if row["label"] is not None else "the output was not a label",
             "detail": row["reason"],
-            "usage": {
-                "prompt_tokens": row["prompt_tokens"], "completion_tokens": row["completion_tokens"],
-                "latency_s": 0.0, "ttft_s": None, "calls": row["calls"], "cached_calls": row["cached_calls"],
-            },
+            "usage": v1_usage(row["prompt_tokens"], row["completion_tokens"], row["calls"], row["cached_calls"]),
             "seconds": row["seconds"],
         }
         judgments.append(dict(
             task=JUDGMENT_TASK, judge=judge_name(row["judge"], row["model"], variant, options_digest(options)), profile=row["judge"],
             model=row["model"], variant=variant, item=item, reference=row["gold"], valid=row["label"] is not None,
-            verdict=verdict, run_id=None, created_at=_created_at(row["created_at"]),
+            verdict=verdict, run_id=None, created_at=v1_time(row["created_at"]),
         ))
     for judgment in judgments:  # one at a time: a later row must replace an earlier one of the same item
         upsert(conn, [judgment])

@@ -23,7 +23,7 @@ from sqlmodel import Field, Session, SQLModel, select
 
 from store.db import Database, StoreError
 from store.judgments import judge_name, upsert
-from store.migrations import judgments_from_v1
+from store.migrations import has_tables, judgments_from_v1, v1_time, v1_usage
 
 DIMENSIONS = (
     "centrality",
@@ -575,8 +575,7 @@ def copy_v1(conn: Connection) -> int:
     (null when invalid), `raw`, `invalid_reason` the old error; `detail` is the reasoning.
     The old rows stay in place; copying again replaces the same judgments.
     """
-    tables = {row[0] for row in conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    if not {"critique_rating", "critique_rater", "critique"} <= tables:
+    if not has_tables(conn, "critique_rating", "critique_rater", "critique"):
         return 0
     judges = {}
     for rater_id, kind, details_json in conn.exec_driver_sql("SELECT id, kind, details_json FROM critique_rater"):
@@ -605,19 +604,14 @@ def copy_v1(conn: Connection) -> int:
             "raw": row["raw"] or "",
             "invalid_reason": None if valid else (row["error"] or "invalid output"),
             "detail": row["note"] or "",
-            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "latency_s": 0.0, "ttft_s": None,
-                      "calls": 0, "cached_calls": 0},
+            "usage": v1_usage(),
             "seconds": 0.0,
         }
         judgments.append(dict(
             task=JUDGMENT_TASK, judge=judge_name(details["profile"], details["model"], details["prompt"]),
             profile=details["profile"], model=details["model"], variant=details["prompt"], item=row["uid"],
-            reference=None, valid=valid, verdict=verdict, run_id=None, created_at=_created_at(row["created_at"]),
+            reference=None, valid=valid, verdict=verdict, run_id=None, created_at=v1_time(row["created_at"]),
         ))
     for judgment in judgments:  # one at a time: two old raters of one judge, the later rating wins
         upsert(conn, [judgment])
     return len(judgments)
-
-
-def _created_at(value: str | datetime) -> datetime:
-    return _as_utc(value if isinstance(value, datetime) else datetime.fromisoformat(value))

@@ -18,7 +18,7 @@ from sqlmodel import Field, Session, SQLModel, select
 
 from store.db import Database
 from store.judgments import judge_name, options_digest, upsert
-from store.migrations import judgments_from_v1
+from store.migrations import has_tables, judgments_from_v1, v1_time, v1_usage
 
 TASK = "grice"
 
@@ -96,10 +96,7 @@ def copy_v1(conn: Connection) -> int:
     """Carry schema-1 `grice_judgment` rows of batch runs into `judgment`, one verdict per turn,
     judged by the name `argtui eval grice` gives that run's configuration; returns the turns
     copied. The old table stays as it was; copying again replaces the same rows."""
-    exists = conn.exec_driver_sql(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'grice_judgment'"
-    ).first()
-    if exists is None:
+    if not has_tables(conn, "grice_judgment"):
         return 0
     configs = {
         run_id: json.loads(config)
@@ -125,16 +122,10 @@ def copy_v1(conn: Connection) -> int:
             task=TASK, judge=judge_name(config["judge"], config["model"], variant, options_digest(options)),
             profile=config["judge"], model=config["model"], variant=variant,
             item=f"{debate_id}/{turn_index}", reference=None, valid=verdict["invalid_reason"] is None,
-            verdict=verdict, run_id=run_id, created_at=max(_timestamp(m["created_at"]) for m in metrics),
+            verdict=verdict, run_id=run_id, created_at=max(v1_time(m["created_at"]) for m in metrics),
         ))
     upsert(conn, judgments)
     return len(judgments)
-
-
-def _usage(prompt_tokens: int, completion_tokens: int, calls: int) -> dict:
-    """A `Usage` as JSON; schema 1 kept neither latency nor cache hits."""
-    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "latency_s": 0.0,
-            "ttft_s": None, "calls": calls, "cached_calls": 0}
 
 
 def _v1_verdict(strategy: str, rows: list[dict]) -> dict:
@@ -143,7 +134,7 @@ def _v1_verdict(strategy: str, rows: list[dict]) -> dict:
         row["metric"]: {
             "metric": row["metric"], "method": row["method"], "answer": row["answer"], "p_yes": row["p_yes"],
             "rationale": row["rationale"], "raw": row["raw"], "source": row["source"], "error": row["error"],
-            "seconds": row["seconds"], "usage": _usage(row["prompt_tokens"], row["completion_tokens"], row["calls"]),
+            "seconds": row["seconds"], "usage": v1_usage(row["prompt_tokens"], row["completion_tokens"], row["calls"]),
         }
         for row in rows
     }
@@ -158,14 +149,9 @@ def _v1_verdict(strategy: str, rows: list[dict]) -> dict:
             f"{m['metric']} {m['answer']} {m['p_yes']:.2f}" if m["answer"] else f"{m['metric']} invalid"
             for m in metrics.values()
         ),
-        "usage": _usage(
+        "usage": v1_usage(
             sum(row["prompt_tokens"] for row in rows), sum(row["completion_tokens"] for row in rows),
             sum(row["calls"] for row in rows),
         ),
         "seconds": max(row["seconds"] for row in rows),
     }
-
-
-def _timestamp(value: str | datetime) -> datetime:
-    moment = value if isinstance(value, datetime) else datetime.fromisoformat(value)
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)  # schema 1 stored UTC without a zone

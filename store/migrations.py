@@ -13,6 +13,7 @@ The version lives in SQLite's `PRAGMA user_version`. How to change the schema:
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import Callable
 
 from sqlalchemy.engine import Connection
@@ -27,6 +28,27 @@ JUDGMENTS_FROM_V1: list[Callable[[Connection], object]] = []
 def judgments_from_v1(step: Callable[[Connection], object]) -> Callable[[Connection], object]:
     JUDGMENTS_FROM_V1.append(step)
     return step
+
+
+# What the copy steps share: which old tables a file has, and the parts of a verdict that
+# schema 1 kept in another form.
+
+
+def has_tables(conn: Connection, *names: str) -> bool:
+    tables = {row[0] for row in conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    return set(names) <= tables
+
+
+def v1_time(value: str | datetime) -> datetime:
+    """An old row's time: SQLite kept it without its zone, which was UTC."""
+    moment = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def v1_usage(prompt_tokens: int = 0, completion_tokens: int = 0, calls: int = 0, cached_calls: int = 0) -> dict:
+    """A verdict's usage as JSON; schema 1 kept no latency."""
+    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "latency_s": 0.0,
+            "ttft_s": None, "calls": calls, "cached_calls": cached_calls}
 
 
 def _v1_to_v2(conn: Connection) -> None:

@@ -10,12 +10,11 @@ output, label NULL, gets the reason the task gives it).
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
 
 from sqlalchemy.engine import Connection
 
 from store.judgments import judge_name, upsert
-from store.migrations import judgments_from_v1
+from store.migrations import has_tables, judgments_from_v1, v1_time, v1_usage
 
 TASK = "pairwise"
 INVALID_REASON = "not one of A, B, Tie"
@@ -29,10 +28,7 @@ OLD_COLUMNS = (
 def copy_v1(conn: Connection) -> int:
     """Copy every old pairwise judgment into `judgment` (inside the caller's transaction; judgments
     already there are kept, the old table is left in place). Returns how many rows were read."""
-    exists = conn.exec_driver_sql(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'pairwise_judgment'"
-    ).first()
-    if exists is None:
+    if not has_tables(conn, "pairwise_judgment"):
         return 0
     rows = conn.exec_driver_sql(f"SELECT {', '.join(OLD_COLUMNS)} FROM pairwise_judgment ORDER BY id").mappings().all()
     upsert(conn, [_judgment(row) for row in rows])
@@ -50,15 +46,10 @@ def _judgment(row) -> dict:
         "raw": row["raw"],
         "invalid_reason": None if row["label"] is not None else INVALID_REASON,
         "detail": "",
-        "usage": {
-            "prompt_tokens": row["prompt_tokens"], "completion_tokens": row["completion_tokens"],
-            "latency_s": 0.0, "ttft_s": None,
-            "calls": len(run_labels),  # one answer per run label: the runs, one logprob call, or both orders
-            "cached_calls": 0,
-        },
+        # One answer per run label: the runs, one logprob call, or both orders.
+        "usage": v1_usage(row["prompt_tokens"], row["completion_tokens"], len(run_labels)),
         "seconds": 0.0,
     }
-    created = row["created_at"]  # written in UTC; SQLite keeps it without the zone
     return {
         "task": TASK,
         "judge": judge_name(profile, model, row["variant"]),
@@ -70,7 +61,5 @@ def _judgment(row) -> dict:
         "valid": row["label"] is not None,
         "verdict": verdict,
         "run_id": row["run_id"],
-        "created_at": (created if isinstance(created, datetime) else datetime.fromisoformat(created)).replace(
-            tzinfo=timezone.utc
-        ),
+        "created_at": v1_time(row["created_at"]),
     }

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from dataclasses import replace
 
 import pytest
 from pydantic import BaseModel

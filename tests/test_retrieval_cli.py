@@ -99,13 +99,20 @@ def test_a_malformed_rad_file_names_line_and_field_and_changes_nothing(capsys, t
     assert code == 2 and "'original'" in err
 
 
-def test_push_and_import_into_elasticsearch_are_resumable_runs(capsys, monkeypatch, osmem_es, tmp_path):
-    url, node_class = osmem_es
+def osmem_opener(node_class, seen: list | None = None):
+    """`open_elasticsearch` for osmem-server: the client sends plain JSON; `seen` records each call."""
 
-    def test_transport(es_url, index, api_key=None):
+    def open_retriever(es_url, index, api_key=None):
+        if seen is not None:
+            seen.append((es_url, index, api_key))
         return ElasticsearchRetriever(connect_elasticsearch(es_url, node_class=node_class), index, url=es_url)
 
-    monkeypatch.setattr(backends, "open_elasticsearch", test_transport)
+    return open_retriever
+
+
+def test_push_and_import_into_elasticsearch_are_resumable_runs(capsys, monkeypatch, osmem_es, tmp_path):
+    url, node_class = osmem_es
+    monkeypatch.setattr(backends, "open_elasticsearch", osmem_opener(node_class))
     subset = bundled_arguments()[:300]
     monkeypatch.setattr(index_command, "bundled_arguments", lambda: subset)
 
@@ -149,12 +156,7 @@ def test_k_must_be_a_positive_number(capsys, bad):
 def test_the_retrieval_table_of_the_config_file_picks_elasticsearch(capsys, monkeypatch, osmem_es, argtui_home):
     url, node_class = osmem_es
     seen = []
-
-    def test_transport(es_url, index, api_key=None):
-        seen.append((es_url, index, api_key))
-        return ElasticsearchRetriever(connect_elasticsearch(es_url, node_class=node_class), index, url=es_url)
-
-    monkeypatch.setattr(backends, "open_elasticsearch", test_transport)
+    monkeypatch.setattr(backends, "open_elasticsearch", osmem_opener(node_class, seen))
     monkeypatch.setenv("TEST_ES_KEY", "key-from-the-environment")
     argtui_home.mkdir(parents=True, exist_ok=True)
     config_file = argtui_home / "config.toml"

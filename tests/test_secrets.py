@@ -3,7 +3,6 @@ in a URL; and answers cached per serving endpoint, so another server's answers a
 
 from __future__ import annotations
 
-import json
 
 import pytest
 

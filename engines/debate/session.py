@@ -121,7 +121,7 @@ class DebateSession:
         self, turn: StoredTurn, on_event: Callable[[PipelineEvent], None], deadline_s: float | None
     ) -> tuple[BotTurn | None, TurnFailed | None]:
         """The pipeline's outcome; a backend error or the deadline fails the step that was running."""
-        outcome, failure, step = None, None, "strategy"
+        outcome, failure, step = None, None, self.pipeline.steps[0][0]  # until a step reports itself
         try:
             async with asyncio.timeout(deadline_s):
                 async for event in self.pipeline.run_turn(self.setup, self.history(turn.position)):

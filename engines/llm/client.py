@@ -273,7 +273,10 @@ class LLMClient:
         url = self.base_urls[0]
         root = url.removesuffix("/v1")  # both endpoints live beside the API, not under it
         listing, _ = await self._request("GET", f"{url}/models", None)
-        owners = {item.get("owned_by") for item in _listed(listing)}
+        served = _listed(listing)
+        if self._model is None and served:  # the same listing `model()` would ask for
+            self._model = served[0].get("id", "") or None
+        owners = {item.get("owned_by") for item in served}
         if "vllm" in owners and "version" in await self._json_if_served(f"{root}/version"):
             return "vllm"
         if "default_generation_settings" in await self._json_if_served(f"{root}/props"):
