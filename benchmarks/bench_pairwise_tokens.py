@@ -20,12 +20,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import tempfile
 import time
 from pathlib import Path
 
+from backend import add_backend_flags, benchmark_profile
 from engines.llm.client import LLMClient
-from engines.llm.embedded import EMBEDDED_MODEL_NAME, embedded_server
 from engines.llm.profile import BackendProfile
 from engines.pairwise.judge import JudgeSettings
 from engines.pairwise.run import judge_item, load_corpus, select_items
@@ -66,27 +65,13 @@ def main() -> None:
     parser.add_argument("--prompt", choices=("zero", "few", "cot"), default="zero")
     parser.add_argument("--dimension", default="logical")
     parser.add_argument("--topic", type=int, default=20)
-    parser.add_argument("--base-url", help="an OpenAI-compatible server (default: start the embedded one)")
-    parser.add_argument("--model", default=EMBEDDED_MODEL_NAME)
-    parser.add_argument("--kind", default="llamacpp", choices=("vllm", "llamacpp", "openai"))
+    add_backend_flags(parser)
     args = parser.parse_args()
 
     pool = select_items(load_corpus(), [args.dimension], [args.topic], limit=args.pairs + 1)
     items, warm_up = pool[:-1], pool[-1]
-    server = None
-    base_url = args.base_url
-    if base_url is None:
-        server = embedded_server(Path(tempfile.mkdtemp()) / "llama-server.log")
-        server.start()
-        asyncio.run(server.wait_ready())
-        base_url = server.url
-    profile = BackendProfile(name="bench", kind=args.kind, base_urls=[base_url], model=args.model,
-                             max_concurrency=4, timeout_s=600)
-    try:
+    with benchmark_profile(args, max_concurrency=4) as profile:
         results = asyncio.run(measure(profile, items, args.prompt, warm_up))
-    finally:
-        if server is not None:
-            server.stop()
 
     print(f"{len(items)} pairs ({args.dimension}, topic {args.topic}, {args.prompt} prompt), model {args.model}")
     print(f"{'':28} {'requests':>9} {'prompt tok':>11} {'compl. tok':>11} {'seconds':>8}   (per judgment)")

@@ -18,6 +18,7 @@ from typing import Callable, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from engines.critiques.rubric import rubric_text
+from engines.judging.quoting import inline
 from engines.judging.verdict import Verdict
 from engines.llm.client import LLMClient, Message
 from engines.llm.profile import Sampling
@@ -84,8 +85,12 @@ PROMPT_PARTS: dict[PromptKind, tuple[Callable[[], str], str]] = {
 }
 
 
+ITEM_TAGS = ("argument", "position", "critique")  # the tags the item's texts are fenced in
+
+
 def judge_messages(prompt: PromptKind, position: str, critique: str) -> list[Message]:
     system, tag = PROMPT_PARTS[prompt]
+    position, critique = inline(position, ITEM_TAGS), inline(critique, ITEM_TAGS)
     return [
         {"role": "system", "content": system()},
         {"role": "user", "content": f"<{tag}>\n{position}\n</{tag}>\n\n<critique>\n{critique}\n</critique>"},

@@ -5,8 +5,8 @@ from __future__ import annotations
 import codecs
 import csv
 import gzip
-import io
 import json
+import math
 import re
 import zlib
 from pathlib import Path
@@ -27,21 +27,15 @@ class DataFormatError(ArgtuiError):
         super().__init__(f"{where}: {what}{problem}")
 
 
-def open_text(path: Path, encoding: str = "utf-8") -> io.TextIOBase:
-    """A text stream of a plain or gzipped file."""
-    if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding=encoding, newline="")
-    return open(path, encoding=encoding, newline="")
-
-
 # Long texts (a critique, an essay) are legitimate CSV cells; csv's default limit is 128 KB.
 csv.field_size_limit(64 * 1024 * 1024)
 UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 
 
-def text_lines(path: Path) -> Iterator[str]:
-    """The lines of a UTF-8 text file, plain or gzipped (a leading BOM is allowed); a file that
-    is not such text fails with the file and line named, as does a NUL byte."""
+def text_lines(path: Path, encoding: str = "utf-8") -> Iterator[str]:
+    """The lines of a text file, plain or gzipped, UTF-8 unless a format says otherwise (a
+    leading UTF-8 BOM is allowed); a file that is not such text fails with the file and line
+    named, as does a NUL byte."""
     if not path.is_file():
         raise DataFormatError(path, None, None, "file not found")
     with open(path, "rb") as raw:
@@ -55,10 +49,11 @@ def text_lines(path: Path) -> Iterator[str]:
             # Decoded a line at a time, so an error names its own line.
             for number, raw in enumerate(_byte_lines(handle), start=1):
                 try:
-                    line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+                    line = raw.decode("utf-8-sig" if number == 1 and encoding == "utf-8" else encoding)
                 except UnicodeDecodeError as exc:
+                    name = "UTF-8" if encoding == "utf-8" else encoding
                     raise DataFormatError(
-                        path, number, None, f"not UTF-8 text (byte 0x{raw[exc.start]:02x})"
+                        path, number, None, f"not {name} text (byte 0x{raw[exc.start]:02x})"
                     ) from None
                 if "\0" in line:
                     raise DataFormatError(path, number, None, "contains a NUL byte: not a text file?")
@@ -108,8 +103,8 @@ EXTRA_CELLS = "\0extra"  # where DictReader puts the cells of a row longer than 
 
 
 def _checked_rows(path: Path, reader: csv.DictReader) -> Iterator[tuple[int, dict[str, str]]]:
-    """(line number, row) of each row; a row with more cells than the header, or one csv
-    cannot read, fails with the line named."""
+    """(line number, row) of each row; a row with more or fewer cells than the header, or one
+    csv cannot read, fails with the line named."""
     while True:
         try:
             row = next(reader)
@@ -123,15 +118,22 @@ def _checked_rows(path: Path, reader: csv.DictReader) -> Iterator[tuple[int, dic
                 f"{len(reader.fieldnames or []) + len(row[EXTRA_CELLS])} cells but the header has "
                 f"{len(reader.fieldnames or [])} columns",
             )
+        if None in row.values():  # DictReader's filler for the cells of a short row
+            missing = [name for name, value in row.items() if value is None]
+            raise DataFormatError(
+                path, reader.line_num, missing[0],
+                f"{len(row) - len(missing)} cells but the header has {len(row)} columns",
+            )
         yield reader.line_num, row
 
 
 def read_csv_rows(
-    path: Path, required: tuple[str, ...], delimiter: str = ",", *, known: tuple[str, ...] | None = None
+    path: Path, required: tuple[str, ...], delimiter: str = ",", *, known: tuple[str, ...] | None = None,
+    encoding: str = "utf-8",
 ) -> Iterator[tuple[int, dict[str, str]]]:
     """(line number, row) for each data row; a missing column (or, given `known`, an unknown
     one) fails with the file named."""
-    reader = csv.DictReader(text_lines(path), delimiter=delimiter, restkey=EXTRA_CELLS)
+    reader = csv.DictReader(text_lines(path, encoding), delimiter=delimiter, restkey=EXTRA_CELLS)
     try:
         header = reader.fieldnames or []
     except csv.Error as exc:
@@ -143,3 +145,27 @@ def read_csv_rows(
     if unknown:
         raise DataFormatError(path, 1, unknown[0], f"unknown column (known: {', '.join(known or ())})")
     yield from _checked_rows(path, reader)
+
+
+def integer_cell(row: dict[str, str], name: str, path: Path, line: int) -> int:
+    """The cell as an integer, or an error naming the file, line and column."""
+    try:
+        return int(row[name])
+    except (TypeError, ValueError):  # ValueError too for an integer of thousands of digits
+        raise DataFormatError(path, line, name, f"expected an integer, got {_clip(row.get(name))!r}") from None
+
+
+def number_cell(row: dict[str, str], name: str, path: Path, line: int) -> float:
+    """The cell as a finite number, or an error naming the file, line and column."""
+    try:
+        value = float(row[name])
+    except (TypeError, ValueError):
+        value = math.nan
+    if not math.isfinite(value):
+        raise DataFormatError(path, line, name, f"expected a number, got {_clip(row.get(name))!r}")
+    return value
+
+
+def _clip(value: str | None, limit: int = 40) -> str | None:
+    """A cell short enough to quote in a message."""
+    return value if value is None or len(value) <= limit else value[:limit] + "…"

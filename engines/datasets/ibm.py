@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from engines.datasets import BUNDLED, DataFormatError, read_csv_rows
+from engines.datasets import BUNDLED, DataFormatError, number_cell, read_csv_rows
 
 BUNDLED_IBM = BUNDLED / "ibm-argq-rank-30k" / "arg_quality_rank_30k.csv.gz"
 COLUMNS = ("argument", "topic", "set", "WA", "MACE-P", "stance_WA")
@@ -27,14 +27,10 @@ def load_ibm(path: Path | None = None) -> list[IbmArgument]:
     path = path or BUNDLED_IBM
     arguments = []
     for line, row in read_csv_rows(path, COLUMNS):
-        try:
-            stance = int(float(row["stance_WA"]))
-            wa, mace = float(row["WA"]), float(row["MACE-P"])
-        except ValueError as exc:
-            raise DataFormatError(path, line, "WA/MACE-P/stance_WA", f"not a number: {exc}") from None
+        wa, mace = number_cell(row, "WA", path, line), number_cell(row, "MACE-P", path, line)
+        stance = number_cell(row, "stance_WA", path, line)  # written as 1.0, -1.0 or 0.0
         if stance not in (-1, 0, 1):
-            raise DataFormatError(path, line, "stance_WA", f"expected 1, -1 or 0, got {stance}")
-        arguments.append(
-            IbmArgument(len(arguments), row["argument"].strip(), row["topic"].strip(), row["set"], wa, mace, stance)
-        )
+            raise DataFormatError(path, line, "stance_WA", f"expected 1, -1 or 0, got {row['stance_WA']!r}")
+        text, topic = row["argument"].strip(), row["topic"].strip()
+        arguments.append(IbmArgument(len(arguments), text, topic, row["set"], wa, mace, int(stance)))
     return arguments

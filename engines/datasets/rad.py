@@ -198,6 +198,8 @@ def read_rad_labels(path: Path | str) -> list[tuple[int, list[TurnLabels]]]:
                 labels[metric] = value
             turns.append(labels)
         debates.append((number, turns))
+    if not debates:
+        raise DataFormatError(path, None, None, "no labelled debates in the file")
     return debates
 
 

@@ -11,13 +11,12 @@ is a right single quote, 0xCA a no-break space), so it is decoded as such.
 
 from __future__ import annotations
 
-import csv
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from engines.datasets import DataFormatError, read_csv_rows
+from engines.datasets import DataFormatError, read_csv_rows, text_lines
 
 DATA_ENV = "ARGTUI_UKP_ESSAYS"  # where the release folder is, when no path is given
 COMPONENT_LABELS = ("MajorClaim", "Claim", "Premise")
@@ -115,19 +114,10 @@ def read_split(path: Path) -> dict[str, str]:
 
 def read_prompts(path: Path) -> dict[str, str]:
     """essay id -> the writing prompt (`ESSAY;PROMPT`, Mac Roman bytes, CR line endings)."""
-    with open(path, encoding=PROMPTS_ENCODING, newline="") as handle:
-        reader = csv.reader(handle, delimiter=";")
-        header = next(reader, None)
-        if header != ["ESSAY", "PROMPT"]:
-            raise DataFormatError(path, 1, None, f"expected the header ESSAY;PROMPT, got {header!r}")
-        prompts = {}
-        for row in reader:
-            if not row:
-                continue
-            if len(row) != 2:
-                raise DataFormatError(path, reader.line_num, None, f"expected 2 fields, got {len(row)}")
-            name = row[0].strip().removesuffix(".txt")
-            prompts[name] = " ".join(row[1].replace("\xa0", " ").split())
+    prompts = {}
+    for _, row in read_csv_rows(path, ("ESSAY", "PROMPT"), delimiter=";", encoding=PROMPTS_ENCODING):
+        name = row["ESSAY"].strip().removesuffix(".txt")
+        prompts[name] = " ".join(row["PROMPT"].replace("\xa0", " ").split())
     return prompts
 
 
@@ -136,26 +126,25 @@ def read_essay(txt_path: Path, ann_path: Path, split: str | None = None, prompt:
     for file in (txt_path, ann_path):
         if not file.is_file():
             raise DataFormatError(file, None, None, "file not found")
-    with open(txt_path, encoding="utf-8", newline="") as handle:
-        text = handle.read()
+    text = "".join(text_lines(txt_path))  # line ends kept: the offsets count them
     components: dict[str, EssayComponent] = {}
     stances: dict[str, tuple[int, str]] = {}
     relations: list[tuple[int, EssayRelation]] = []
-    with open(ann_path, encoding="utf-8", newline="") as handle:
-        for number, raw in enumerate(handle.read().splitlines(), start=1):
-            if not raw.strip():
-                continue
-            kind = raw[:1]
-            if kind == "T":
-                component = _component(raw, text, ann_path, number)
-                components[component.id] = component
-            elif kind == "A":
-                target, stance = _stance(raw, ann_path, number)
-                stances[target] = (number, stance)
-            elif kind == "R":
-                relations.append((number, _relation(raw, ann_path, number)))
-            else:
-                raise DataFormatError(ann_path, number, None, f"unknown annotation type {raw[:10]!r}")
+    for number, line in enumerate(text_lines(ann_path), start=1):
+        raw = line.rstrip("\r\n")
+        if not raw.strip():
+            continue
+        kind = raw[:1]
+        if kind == "T":
+            component = _component(raw, text, ann_path, number)
+            components[component.id] = component
+        elif kind == "A":
+            target, stance = _stance(raw, ann_path, number)
+            stances[target] = (number, stance)
+        elif kind == "R":
+            relations.append((number, _relation(raw, ann_path, number)))
+        else:
+            raise DataFormatError(ann_path, number, None, f"unknown annotation type {raw[:10]!r}")
     for target, (number, stance) in stances.items():
         if target not in components:
             raise DataFormatError(ann_path, number, "Stance", f"refers to unknown component {target}")

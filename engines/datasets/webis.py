@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from engines.datasets import BUNDLED, DataFormatError, read_csv_rows
+from engines.datasets import BUNDLED, DataFormatError, integer_cell, number_cell, read_csv_rows
 
 DIMENSIONS = ("logical", "rhetorical", "dialectical")
 Dimension = Literal["logical", "rhetorical", "dialectical"]
@@ -88,7 +88,7 @@ def load_webis(path: Path | None = None, dimensions: tuple[str, ...] = DIMENSION
     topics_path = _file(root, bundled, "webis-argquality20-topics")
     topics = {}
     for line, row in read_csv_rows(topics_path, ("Topic ID", "Category", "Long Query", "Short Query")):
-        topic_id = _int(row, "Topic ID", topics_path, line)
+        topic_id = integer_cell(row, "Topic ID", topics_path, line)
         topics[topic_id] = WebisTopic(topic_id, row["Category"], row["Long Query"].strip(), row["Short Query"].strip())
 
     arguments_path = _file(root, bundled, "webis-argquality20-arguments")
@@ -97,13 +97,16 @@ def load_webis(path: Path | None = None, dimensions: tuple[str, ...] = DIMENSION
     arguments: dict[tuple[int, ArgumentKey], WebisArgument] = {}
     topics_of_key: dict[ArgumentKey, set[int]] = defaultdict(set)
     for line, row in read_csv_rows(arguments_path, columns):
-        topic_id = _int(row, "Topic ID", arguments_path, line)
+        topic_id = integer_cell(row, "Topic ID", arguments_path, line)
         if topic_id not in topics:
             raise DataFormatError(arguments_path, line, "Topic ID", f"unknown topic {topic_id}")
-        key = (_int(row, "Discussion ID", arguments_path, line), _int(row, "Argument ID", arguments_path, line))
+        key = (
+            integer_cell(row, "Discussion ID", arguments_path, line),
+            integer_cell(row, "Argument ID", arguments_path, line),
+        )
         is_argument = _bool(row, "Is Argument?", arguments_path, line)
-        scores = {d: _float(row, f"{d.capitalize()} Quality", arguments_path, line) for d in DIMENSIONS}
-        combined = _float(row, "Combined Quality", arguments_path, line)
+        scores = {d: number_cell(row, f"{d.capitalize()} Quality", arguments_path, line) for d in DIMENSIONS}
+        combined = number_cell(row, "Combined Quality", arguments_path, line)
         if not is_argument or all(v == NON_ARGUMENT_SENTINEL for v in scores.values()):
             scores, combined = None, None
         arguments[(topic_id, key)] = WebisArgument(
@@ -112,7 +115,7 @@ def load_webis(path: Path | None = None, dimensions: tuple[str, ...] = DIMENSION
             text=row["Premise"].strip(),
             is_argument=is_argument,
             stance=_bool(row, "Stance", arguments_path, line),
-            relevance=_float(row, "Relevance", arguments_path, line),
+            relevance=number_cell(row, "Relevance", arguments_path, line),
             scores=scores,
             combined=combined,
         )
@@ -129,8 +132,8 @@ def _comparisons(root: Path, bundled: bool, dimension: str, topics_of_key) -> li
     columns = ("Discussion ID A", "Argument ID A", "Discussion ID B", "Argument ID B", "Comparison")
     result = []
     for line, row in read_csv_rows(path, columns):
-        a = (_int(row, "Discussion ID A", path, line), _int(row, "Argument ID A", path, line))
-        b = (_int(row, "Discussion ID B", path, line), _int(row, "Argument ID B", path, line))
+        a = (integer_cell(row, "Discussion ID A", path, line), integer_cell(row, "Argument ID A", path, line))
+        b = (integer_cell(row, "Discussion ID B", path, line), integer_cell(row, "Argument ID B", path, line))
         label = row["Comparison"].strip()
         if label not in ("A", "B", "Tie"):
             raise DataFormatError(path, line, "Comparison", f"expected A, B or Tie, got {label!r}")
@@ -142,20 +145,6 @@ def _comparisons(root: Path, bundled: bool, dimension: str, topics_of_key) -> li
             )
         result.append(Comparison(next(iter(shared)), a, b, label))  # type: ignore[arg-type]
     return result
-
-
-def _int(row: dict, name: str, path: Path, line: int) -> int:
-    try:
-        return int(row[name])
-    except (TypeError, ValueError):
-        raise DataFormatError(path, line, name, f"expected an integer, got {row.get(name)!r}") from None
-
-
-def _float(row: dict, name: str, path: Path, line: int) -> float:
-    try:
-        return float(row[name])
-    except (TypeError, ValueError):
-        raise DataFormatError(path, line, name, f"expected a number, got {row.get(name)!r}") from None
 
 
 def _bool(row: dict, name: str, path: Path, line: int) -> bool:

@@ -10,8 +10,9 @@ prompt and are answered yes or no; the stage-1 prompt is written here from
 the paper's description.
 
 `{debate_dialogue}` is the conversation, the marked response and the
-retrieved arguments, each in its own delimited block so that text inside
-them cannot pose as instructions or close a block.
+retrieved arguments, each in its own delimited block, every message and
+argument on one line, so that text inside them cannot pose as a speaker's turn
+or close a block.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from engines.grice.pool import GriceExample
 from engines.grice.questions import QUESTIONS
 from engines.grice.types import GriceContext
+from engines.judging.quoting import inline
 
 Message = dict[str, str]
 
@@ -62,7 +64,6 @@ EXAMPLE_MAX_ARGUMENTS = 3
 EXAMPLE_ARGUMENT_MAX_CHARS = 300
 
 BLOCK_TAGS = ("conversation", "marked_response", "retrieved_arguments", "example")
-_BLOCK_TAG = re.compile(r"<(/?)(" + "|".join(BLOCK_TAGS) + r")\b", re.IGNORECASE)
 _SPEAKER = {"user": "User", "assistant": "System"}
 
 
@@ -82,18 +83,13 @@ COMPACT = DialogueBudget(
 )
 
 
-def _quoted(text: str) -> str:
-    """The text with anything that looks like one of our block tags defused."""
-    return _BLOCK_TAG.sub(lambda m: f"‹{m.group(1)}{m.group(2)}", text.strip())
-
-
 def _clipped(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def render_dialogue(context: GriceContext, budget: DialogueBudget = FULL) -> str:
     """The `{debate_dialogue}` block: conversation, marked response, retrieved arguments."""
-    lines = [f"{_SPEAKER.get(role, role.title())}: {_quoted(text)}" for role, text in context.dialogue]
+    lines = [f"{_SPEAKER.get(role, role.title())}: {inline(text, BLOCK_TAGS)}" for role, text in context.dialogue]
     keep = len(lines) if budget.history_messages is None else min(len(lines), budget.history_messages + 1)
     while keep > 1 and sum(len(line) + 1 for line in lines[-keep:]) > budget.max_chars:
         keep -= 1
@@ -103,12 +99,12 @@ def render_dialogue(context: GriceContext, budget: DialogueBudget = FULL) -> str
     if budget.max_arguments is not None:
         arguments = arguments[: budget.max_arguments]
     argument_lines = [
-        f"[{number}] {_clipped(_quoted(text), budget.argument_chars)}"
+        f"[{number}] {_clipped(inline(text, BLOCK_TAGS), budget.argument_chars)}"
         for number, text in enumerate(arguments, start=1)
     ] or ["(none)"]
     return "\n".join(
         ["<conversation>", *shown, "</conversation>",
-         "<marked_response>", f"System: {_quoted(context.reply)}", "</marked_response>",
+         "<marked_response>", f"System: {inline(context.reply, BLOCK_TAGS)}", "</marked_response>",
          "<retrieved_arguments>", *argument_lines, "</retrieved_arguments>"]
     )
 

@@ -2,13 +2,17 @@
 
 Each prompt is a system message (instruction, examples, criteria: the same for
 every pair of a topic and dimension) followed by a user message with the pair,
-so a server's prefix cache reuses the system part across pairs.
+so a server's prefix cache reuses the system part across pairs. The templates
+mark each argument by the line it starts ("Argument B: ..."), so every argument
+goes in on one line (`inline`): no text can start a line of its own.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal
+
+from engines.judging.quoting import inline
 
 LABELS = ("A", "B", "Tie")
 Strategy = Literal["zero", "few", "cot"]
@@ -110,9 +114,9 @@ def system_prompt(strategy: Strategy, dimension: str, examples: FewShotExamples 
             raise ValueError("the few-shot prompt needs examples for the topic and dimension")
         return FEW_SHOT_SYSTEM.format(
             dim_adverb=adverb,
-            ex_A_argA=examples.a_wins.a, ex_A_argB=examples.a_wins.b,
-            ex_B_argA=examples.b_wins.a, ex_B_argB=examples.b_wins.b,
-            ex_tie_argA=examples.tie.a, ex_tie_argB=examples.tie.b,
+            ex_A_argA=inline(examples.a_wins.a), ex_A_argB=inline(examples.a_wins.b),
+            ex_B_argA=inline(examples.b_wins.a), ex_B_argB=inline(examples.b_wins.b),
+            ex_tie_argA=inline(examples.tie.a), ex_tie_argB=inline(examples.tie.b),
         )
     raise ValueError(f"unknown prompting strategy {strategy!r} (expected one of {STRATEGIES})")
 
@@ -123,5 +127,5 @@ def messages(
     """The chat messages asking which of arguments a and b is stronger on the dimension."""
     return [
         {"role": "system", "content": system_prompt(strategy, dimension, examples)},
-        {"role": "user", "content": USER.format(a=a, b=b)},
+        {"role": "user", "content": USER.format(a=inline(a), b=inline(b))},
     ]

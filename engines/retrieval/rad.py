@@ -7,11 +7,10 @@ is research-only: argtui reads it from the path the user gives and never copies 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
-from engines.datasets import DataFormatError, open_text
+from engines.datasets import DataFormatError, json_lines
 from engines.retrieval.types import RELATIONS, Argument
 
 RAD_SOURCE = "touche25-rad"
@@ -20,24 +19,19 @@ RAD_SOURCE = "touche25-rad"
 def iter_rad_arguments(path: Path) -> Iterator[Argument]:
     """Arguments in file order; the first malformed line raises DataFormatError naming line and field."""
     path = Path(path)
-    if not path.is_file():
-        raise DataFormatError(path, None, None, "file not found")
-    with open_text(path) as handle:
-        for number, line in enumerate(handle, start=1):
-            if line.strip():
-                yield _argument(path, number, line)
+    for number, record in json_lines(path):
+        yield _argument(path, number, record)
 
 
 def count_rad_arguments(path: Path) -> int:
     """Validates the whole file (so an import can be all or nothing) and counts its arguments."""
-    return sum(1 for _ in iter_rad_arguments(path))
+    total = sum(1 for _ in iter_rad_arguments(path))
+    if not total:
+        raise DataFormatError(path, None, None, "no arguments in the file")
+    return total
 
 
-def _argument(path: Path, line: int, raw: str) -> Argument:
-    try:
-        record = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise DataFormatError(path, line, None, f"not valid JSON: {exc.msg} at column {exc.colno}") from None
+def _argument(path: Path, line: int, record: Any) -> Argument:
     if not isinstance(record, dict):
         raise DataFormatError(path, line, None, f"expected a JSON object, got {type(record).__name__}")
 
