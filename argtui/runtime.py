@@ -6,6 +6,7 @@ One Runtime per process and event loop; the CLI commands and the app share it.
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 
 from argtui.config import Config, load_config
@@ -23,6 +24,9 @@ from store import Database
 from store.llm_cache import ResponseCache
 
 
+DATABASE_URL_ENV = "ARGTUI_DATABASE_URL"  # e.g. postgresql://user@host/argtui: one database for a team
+
+
 class Runtime:
     def __init__(self, config: Config | None = None):
         self.config = config or load_config()
@@ -36,7 +40,7 @@ class Runtime:
     @property
     def db(self) -> Database:
         if self._db is None:
-            self._db = Database(self.config.paths.database)
+            self._db = Database(os.environ.get(DATABASE_URL_ENV) or self.config.paths.database)
         return self._db
 
     @property
@@ -56,6 +60,10 @@ class Runtime:
                     server.stop()
                     raise
             return self._embedded
+
+    def profile(self, name: str | None = None) -> BackendProfile:
+        """The profile by name (default when None), as configured."""
+        return self.config.profile(name)
 
     async def resolve(self, name: str | None = None) -> BackendProfile:
         """The profile by name (default when None), with the embedded server's URL filled in."""

@@ -25,6 +25,7 @@ from engines.critiques.files import import_critiques
 from engines.critiques.rubric import READING_RULES, RUBRIC
 from screens.modes import Mode
 from screens.services import services
+from store import StoreError
 from store.critiques import DIMENSIONS, CritiqueRepository, CritiqueView, PositionView, RatingView
 
 RATER_ENV = "ARGTUI_RATER"
@@ -444,7 +445,11 @@ class RatingScreen(Screen):
         critique = self.state.critique
         if critique is None or critique.id in self.revealed or not self.rater:
             return
-        self.repo.reveal_source(critique.id, self.rater)
+        try:
+            self.repo.reveal_source(critique.id, self.rater)
+        except StoreError as exc:
+            self.notify(f"Source not revealed: {exc}", severity="error", timeout=30, markup=False)
+            return
         self.revealed.add(critique.id)
         self.refresh_view()
 
@@ -469,13 +474,23 @@ class RatingScreen(Screen):
                 lambda reason: self.commit(critique, draft, current, reason) if reason else None,
             )
 
-    def commit(self, critique: CritiqueView, draft: Draft, revises: RatingView | None = None, reason: str | None = None) -> RatingView:
-        """Store the rating in its own transaction, committed before this returns."""
-        rating = self.repo.add_rating(
-            critique.id, self.rater, draft.values, note=draft.note,
-            revises_id=revises.id if revises else None, reason=reason,
-            source_seen=critique.id in self.revealed,
-        )
+    def commit(
+        self, critique: CritiqueView, draft: Draft, revises: RatingView | None = None, reason: str | None = None
+    ) -> RatingView | None:
+        """Store the rating in its own transaction, committed before this returns. If the store
+        refuses it (locked too long, or a rule), the draft stays on screen to confirm again."""
+        try:
+            rating = self.repo.add_rating(
+                critique.id, self.rater, draft.values, note=draft.note,
+                revises_id=revises.id if revises else None, reason=reason,
+                source_seen=critique.id in self.revealed,
+            )
+        except StoreError as exc:
+            draft.changed = True
+            self.notify(f"Not saved: {exc}. Your values are kept; press Enter to try again.",
+                        title="Rating not saved", severity="error", timeout=30, markup=False)
+            self.refresh_view()
+            return None
         self.state.current[critique.id] = rating
         self.drafts[critique.id] = Draft.from_rating(rating)
         self.notify(f"{'Revised' if revises else 'Saved'} {critique.uid} (overall {rating.values['overall']:.2f}).", markup=False)

@@ -69,7 +69,7 @@ class ComponentRepository:
 
     def documents(self) -> list[ComponentDocument]:
         """Every stored document, newest first."""
-        with self._db.session() as session:
+        with self._db.read() as session:
             newest = ComponentDocument.id.desc()  # type: ignore[union-attr]
             return list(session.exec(select(ComponentDocument).order_by(newest)))
 

@@ -5,17 +5,19 @@ is a new rating that points at the rating it revises and carries a reason;
 each (critique, rater) has at most one first rating and a linear chain of
 revisions (unique indexes enforce both, also across processes). Every write
 below is its own transaction, so a confirmed rating is on disk when the call
-returns (WAL, synchronous=NORMAL: it survives the process being killed).
+returns (WAL, synchronous=NORMAL: it survives the process being killed). An
+import is staged in short transactions and published in one (`import_items`).
 """
 
 from __future__ import annotations
 
 import json
+import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Iterable, Literal, Mapping
+from datetime import datetime, timedelta, timezone
+from typing import Any, Iterable, Literal, Mapping
 
-from sqlalchemy import DDL, CheckConstraint, Index, event, func, text
+from sqlalchemy import DDL, CheckConstraint, Index, Select, delete, event, func, insert, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import aliased
@@ -36,6 +38,8 @@ DIMENSIONS = (
 )
 HUMAN, JUDGE = "human", "judge"
 RatingVersion = Literal["current", "first", "all"]
+IMPORT_BATCH_ROWS = 500  # staged rows per transaction: each holds the write lock for milliseconds
+ABANDONED_IMPORT_AGE = timedelta(days=1)  # staged rows this old belong to an import whose process died
 
 
 def _now() -> datetime:
@@ -83,27 +87,9 @@ class Rater(SQLModel, table=True):
     last_active_at: datetime | None = None
 
 
-class CritiqueRating(SQLModel, table=True):
-    __tablename__ = "critique_rating"
-    __table_args__ = (
-        # One first rating per rater and critique; later ones must be revisions.
-        Index(
-            "ix_critique_rating_first", "critique_id", "rater_id",
-            unique=True, sqlite_where=text("revises_id IS NULL"),
-        ),
-        CheckConstraint("revises_id IS NULL OR length(trim(reason)) > 0", name="revision_has_reason"),
-        *(
-            CheckConstraint(f"{name} IS NULL OR ({name} >= 0 AND {name} <= 1)", name=f"{name}_in_unit")
-            for name in DIMENSIONS
-        ),
-    )
+class RatingFields(SQLModel):
+    """What a rating says, stored and staged alike."""
 
-    id: int | None = Field(default=None, primary_key=True)
-    uid: str = Field(unique=True, index=True)
-    critique_id: int = Field(foreign_key="critique.id", index=True)
-    rater_id: int = Field(foreign_key="critique_rater.id", index=True)
-    # Unique: a rating is revised at most once, so revisions form a chain.
-    revises_id: int | None = Field(default=None, foreign_key="critique_rating.id", unique=True)
     reason: str | None = None
     centrality: float | None = None
     strength: float | None = None
@@ -120,6 +106,29 @@ class CritiqueRating(SQLModel, table=True):
     created_at: datetime = Field(default_factory=_now)
 
 
+class CritiqueRating(RatingFields, table=True):
+    __tablename__ = "critique_rating"
+    __table_args__ = (
+        # One first rating per rater and critique; later ones must be revisions.
+        Index(
+            "ix_critique_rating_first", "critique_id", "rater_id",
+            unique=True, sqlite_where=text("revises_id IS NULL"), postgresql_where=text("revises_id IS NULL"),
+        ),
+        CheckConstraint("revises_id IS NULL OR length(trim(reason)) > 0", name="revision_has_reason"),
+        *(
+            CheckConstraint(f"{name} IS NULL OR ({name} >= 0 AND {name} <= 1)", name=f"{name}_in_unit")
+            for name in DIMENSIONS
+        ),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    uid: str = Field(unique=True, index=True)
+    critique_id: int = Field(foreign_key="critique.id", index=True)
+    rater_id: int = Field(foreign_key="critique_rater.id", index=True)
+    # Unique: a rating is revised at most once, so revisions form a chain.
+    revises_id: int | None = Field(default=None, foreign_key="critique_rating.id", unique=True)
+
+
 class SourceReveal(SQLModel, table=True):
     __tablename__ = "critique_source_reveal"
 
@@ -129,15 +138,74 @@ class SourceReveal(SQLModel, table=True):
     created_at: datetime = Field(default_factory=_now)
 
 
+class CritiqueImport(SQLModel, table=True):
+    """An import in progress: its rows wait in the staging tables below until it is published."""
+
+    __tablename__ = "critique_import"
+
+    id: str = Field(primary_key=True)
+    started_at: datetime = Field(default_factory=_now)
+
+
+class StagedPosition(SQLModel, table=True):
+    __tablename__ = "critique_import_position"
+
+    id: int | None = Field(default=None, primary_key=True)
+    import_id: str = Field(index=True)
+    uid: str
+    text: str
+    created_at: datetime
+
+
+class StagedCritique(SQLModel, table=True):
+    __tablename__ = "critique_import_critique"
+
+    id: int | None = Field(default=None, primary_key=True)
+    import_id: str = Field(index=True)
+    uid: str
+    position_uid: str
+    text: str
+    source: str | None = None
+    topic: str | None = None
+    created_at: datetime
+
+
+class StagedRating(RatingFields, table=True):
+    __tablename__ = "critique_import_rating"
+
+    id: int | None = Field(default=None, primary_key=True)
+    import_id: str = Field(index=True)
+    uid: str
+    critique_uid: str
+    rater: str
+    revises_uid: str | None = None
+    depth: int = Field(description="revisions of this import's own ratings before it: they are published first")
+
+
+# The database itself refuses changes and deletions, whichever program connects.
+_APPEND_ONLY_FUNCTION = DDL(
+    "CREATE OR REPLACE FUNCTION argtui_append_only() RETURNS trigger LANGUAGE plpgsql AS "
+    "$$ BEGIN RAISE EXCEPTION USING MESSAGE = TG_TABLE_NAME || ' is append-only'; END $$"
+)
 for _table in ("critique_rating", "critique_source_reveal"):
+    event.listen(SQLModel.metadata.tables[_table], "after_create", _APPEND_ONLY_FUNCTION.execute_if(dialect="postgresql"))
     for _verb in ("UPDATE", "DELETE"):
+        _trigger = f"{_table}_no_{_verb.lower()}"
         event.listen(
             SQLModel.metadata.tables[_table],
             "after_create",
             DDL(
-                f"CREATE TRIGGER IF NOT EXISTS {_table}_no_{_verb.lower()} BEFORE {_verb} ON {_table} "
+                f"CREATE TRIGGER IF NOT EXISTS {_trigger} BEFORE {_verb} ON {_table} "
                 f"BEGIN SELECT RAISE(ABORT, '{_table} is append-only'); END"
-            ),
+            ).execute_if(dialect="sqlite"),
+        )
+        event.listen(
+            SQLModel.metadata.tables[_table],
+            "after_create",
+            DDL(
+                f"CREATE TRIGGER {_trigger} BEFORE {_verb} ON {_table} "
+                "FOR EACH ROW EXECUTE FUNCTION argtui_append_only()"
+            ).execute_if(dialect="postgresql"),
         )
 
 
@@ -233,6 +301,83 @@ class ImportCounts:
     raters: list[str] = field(default_factory=list)
 
 
+@dataclass
+class _ImportPlan:
+    """The new items of an import, checked; ratings with their rater and revision depth."""
+
+    positions: list[NewPosition] = field(default_factory=list)
+    critiques: list[NewCritique] = field(default_factory=list)
+    ratings: list[tuple[NewRating, str, int]] = field(default_factory=list)
+    raters: list[tuple[str, str]] = field(default_factory=list)  # (name, kind) of raters not stored yet
+    rater_names: set[str] = field(default_factory=set)
+    counts: ImportCounts = field(default_factory=ImportCounts)
+
+
+class _Chains:
+    """Revision chains as stored and as an import extends them, to check its ratings."""
+
+    def __init__(self) -> None:
+        self.content: dict[str, tuple] = {}  # rating uid -> what it says (see `_content`)
+        self.depth: dict[str, int | None] = {}  # None: already stored
+        self.first: set[tuple[str, str]] = set()  # (critique uid, rater) with a first rating
+        self.revised: set[str] = set()
+
+    def add(self, uid: str, content: tuple, depth: int | None) -> None:
+        self.content[uid], self.depth[uid] = content, depth
+        critique_uid, rater, revises_uid = content[:3]
+        if revises_uid is None:
+            self.first.add((critique_uid, rater))
+        else:
+            self.revised.add(revises_uid)
+
+    def check(self, rating: NewRating, rater: str) -> int:
+        """The rating's depth among the import's own revisions; raises where a chain would break."""
+        if rating.revises_uid is None:
+            if (rating.critique_uid, rater) in self.first:
+                raise CritiqueError(
+                    "rating", rating.uid, None,
+                    "the rater already has a first rating of this critique; a second one must revise it",
+                )
+            return 0
+        target = self.content.get(rating.revises_uid)
+        if target is None:
+            raise CritiqueError("rating", rating.uid, "revises", f"no rating {rating.revises_uid!r}")
+        if target[:2] != (rating.critique_uid, rater):
+            raise CritiqueError(
+                "rating", rating.uid, "revises", f"{rating.revises_uid!r} is another critique's or rater's rating"
+            )
+        if rating.revises_uid in self.revised:
+            raise CritiqueError("rating", rating.uid, "revises", "the rating it revises has already been revised")
+        if not (rating.reason or "").strip():
+            raise CritiqueError("rating", rating.uid, "reason", "a revision needs a reason")
+        parent = self.depth[rating.revises_uid]
+        return 0 if parent is None else parent + 1
+
+
+def _content(critique_uid: str, rater: str, revises_uid: str | None, reason, note, valid, values: Mapping) -> tuple:
+    """What must match for a rating in a file to be the stored one of the same uid."""
+    return (critique_uid, rater, revises_uid, reason, note, bool(valid), *(values.get(name) for name in DIMENSIONS))
+
+
+def _check_values(rating: NewRating) -> None:
+    for name in DIMENSIONS:
+        value = rating.values.get(name)
+        if value is not None and not 0 <= value <= 1:
+            raise CritiqueError("rating", rating.uid, name, "must be between 0 and 1")
+
+
+_CHUNK = 500  # values per IN (...) list
+
+
+def _rows_by(session: Session, query: Select, column: Any, values: Iterable[str]) -> list:
+    """The rows of `query` whose `column` is one of `values`, asked for in chunks."""
+    values = sorted(set(values))
+    rows: list = []
+    for start in range(0, len(values), _CHUNK):
+        rows.extend(session.exec(query.where(column.in_(values[start:start + _CHUNK]))).all())
+    return rows
+
+
 # ---------------------------------------------------------------------- repository
 
 
@@ -248,81 +393,200 @@ class CritiqueRepository:
         critiques: Iterable[NewCritique],
         ratings: Iterable[NewRating],
     ) -> ImportCounts:
-        """All in one transaction: anything that contradicts stored data aborts the whole import.
+        """All or nothing: anything that contradicts stored data aborts the whole import.
 
         Items already stored with the same content are skipped, so importing a
-        file twice is harmless.
+        file twice is harmless. The new rows are first written to staging tables
+        in short transactions of `IMPORT_BATCH_ROWS` rows, then published by a few
+        INSERT … SELECT statements in one short transaction, so raters and other
+        writers never wait long for the write lock and never see half an import.
         """
-        counts = ImportCounts()
+        plan = self._plan_import(list(positions), list(critiques), list(ratings))
+        import_id = uuid.uuid4().hex
+        self._discard_abandoned_imports()
         with self._db.session() as session:
-            position_ids: dict[str, int] = {}
-            for position in positions:
-                stored = session.exec(
-                    select(CritiquePosition).where(CritiquePosition.uid == position.uid)
-                ).first()
-                if stored is None:
-                    stored = CritiquePosition(uid=position.uid, text=position.text)
-                    session.add(stored)
-                    session.flush()
-                    counts.positions += 1
-                elif stored.text != position.text:
-                    raise CritiqueError("position", position.uid, "position", "differs from the stored text")
-                position_ids[position.uid] = stored.id
-            critique_ids: dict[str, int] = {}
-            for critique in critiques:
-                stored = session.exec(select(Critique).where(Critique.uid == critique.uid)).first()
-                if stored is None:
-                    stored = Critique(
-                        uid=critique.uid, position_id=position_ids[critique.position_uid],
-                        text=critique.text, source=critique.source, topic=critique.topic,
-                    )
-                    session.add(stored)
-                    session.flush()
-                    counts.critiques += 1
-                else:
-                    for name, mine, theirs in (
-                        ("critique", stored.text, critique.text),
-                        ("position_id", stored.position_id, position_ids[critique.position_uid]),
-                        ("source", stored.source, critique.source),
-                        ("topic", stored.topic, critique.topic),
-                    ):
-                        if mine != theirs:
-                            raise CritiqueError("critique", critique.uid, name, "differs from the stored critique")
-                critique_ids[critique.uid] = stored.id
-            rater_names = set()
-            for rating in ratings:
-                rater = self._rater(session, rating.rater, rating.rater_kind)
-                rater_names.add(rater.name)
-                stored = session.exec(select(CritiqueRating).where(CritiqueRating.uid == rating.uid)).first()
-                revises_id = None
-                if rating.revises_uid is not None:
-                    revised = session.exec(
-                        select(CritiqueRating).where(CritiqueRating.uid == rating.revises_uid)
-                    ).first()
-                    if revised is None:
-                        raise CritiqueError("rating", rating.uid, "revises", f"no rating {rating.revises_uid!r}")
-                    if (revised.critique_id, revised.rater_id) != (critique_ids[rating.critique_uid], rater.id):
-                        raise CritiqueError(
-                            "rating", rating.uid, "revises", f"{rating.revises_uid!r} is another critique's or rater's rating"
-                        )
-                    revises_id = revised.id
-                row = CritiqueRating(
-                    uid=rating.uid, critique_id=critique_ids[rating.critique_uid], rater_id=rater.id,
-                    revises_id=revises_id, reason=rating.reason, note=rating.note,
-                    source_seen=rating.source_seen, valid=rating.valid, raw=rating.raw, error=rating.error,
-                    **{name: rating.values.get(name) for name in DIMENSIONS},
-                    **({"created_at": rating.created_at} if rating.created_at else {}),
+            session.add(CritiqueImport(id=import_id))
+        try:
+            self._stage(import_id, plan)
+            self._publish(import_id, plan)
+        finally:
+            self._discard_import(import_id)
+        return plan.counts
+
+    def _plan_import(
+        self, positions: list[NewPosition], critiques: list[NewCritique], ratings: list[NewRating]
+    ) -> "_ImportPlan":
+        """Check the items against the stored ones (reading only) and keep the new ones."""
+        plan = _ImportPlan()
+        revised = aliased(CritiqueRating)
+        stored_ratings = (
+            select(CritiqueRating, Critique.uid, Rater.name, revised.uid)
+            .join(Critique, Critique.id == CritiqueRating.critique_id)
+            .join(Rater, Rater.id == CritiqueRating.rater_id)
+            .outerjoin(revised, revised.id == CritiqueRating.revises_id)
+        )
+        with self._db.read() as session:
+            known_positions = {
+                row.uid: row.text
+                for row in _rows_by(session, select(CritiquePosition), CritiquePosition.uid, (p.uid for p in positions))
+            }
+            known_critiques = {
+                row.uid: NewCritique(row.uid, position_uid, row.text, row.source, row.topic)
+                for row, position_uid in _rows_by(
+                    session,
+                    select(Critique, CritiquePosition.uid).join(CritiquePosition, CritiquePosition.id == Critique.position_id),
+                    Critique.uid, (c.uid for c in critiques),
                 )
-                if stored is not None:
-                    if _rating_content(stored) != _rating_content(row):
-                        raise CritiqueError("rating", rating.uid, None, "differs from the stored rating")
-                    counts.already_stored += 1
-                    continue
-                session.add(row)
-                self._flush_rating(session, rating.uid)
-                counts.ratings += 1
-            counts.raters = sorted(rater_names)
-        return counts
+            }
+            known_raters = set(_rows_by(session, select(Rater.name), Rater.name, (r.rater.strip() for r in ratings)))
+            stored_rows = [
+                *_rows_by(session, stored_ratings, CritiqueRating.uid,
+                          [r.uid for r in ratings] + [r.revises_uid for r in ratings if r.revises_uid]),
+                *_rows_by(session, stored_ratings, Critique.uid, (r.critique_uid for r in ratings)),
+            ]
+        for position in positions:
+            if position.uid not in known_positions:
+                known_positions[position.uid] = position.text
+                plan.positions.append(position)
+            elif known_positions[position.uid] != position.text:
+                raise CritiqueError("position", position.uid, "position", "differs from the stored text")
+        for critique in critiques:
+            stored = known_critiques.get(critique.uid)
+            if stored is None:
+                if critique.position_uid not in known_positions:
+                    raise CritiqueError("critique", critique.uid, "position_id", f"no position {critique.position_uid!r}")
+                known_critiques[critique.uid] = critique
+                plan.critiques.append(critique)
+                continue
+            for name, mine, theirs in (
+                ("critique", stored.text, critique.text),
+                ("position_id", stored.position_uid, critique.position_uid),
+                ("source", stored.source, critique.source),
+                ("topic", stored.topic, critique.topic),
+            ):
+                if mine != theirs:
+                    raise CritiqueError("critique", critique.uid, name, "differs from the stored critique")
+        chains = _Chains()
+        for row, critique_uid, rater, revises_uid in stored_rows:
+            values = {name: getattr(row, name) for name in DIMENSIONS}
+            chains.add(row.uid, _content(critique_uid, rater, revises_uid, row.reason, row.note, row.valid, values), None)
+        for rating in ratings:
+            rater = rating.rater.strip()
+            if not rater:
+                raise CritiqueError("rater", rating.rater, "rater", "a rater needs a name")
+            if rating.critique_uid not in known_critiques:
+                raise CritiqueError("rating", rating.uid, None, f"no critique {rating.critique_uid!r}")
+            _check_values(rating)
+            plan.rater_names.add(rater)
+            content = _content(
+                rating.critique_uid, rater, rating.revises_uid, rating.reason, rating.note, rating.valid, rating.values
+            )
+            if rating.uid in chains.content:
+                if chains.content[rating.uid] != content:
+                    raise CritiqueError("rating", rating.uid, None, "differs from the stored rating")
+                plan.counts.already_stored += 1
+                continue
+            depth = chains.check(rating, rater)
+            chains.add(rating.uid, content, depth)
+            plan.ratings.append((rating, rater, depth))
+            if rater not in known_raters:
+                known_raters.add(rater)
+                plan.raters.append((rater, rating.rater_kind))
+        plan.counts.positions, plan.counts.critiques = len(plan.positions), len(plan.critiques)
+        plan.counts.ratings, plan.counts.raters = len(plan.ratings), sorted(plan.rater_names)
+        return plan
+
+    def _stage(self, import_id: str, plan: "_ImportPlan") -> None:
+        now = _now()
+        staged = [
+            (StagedPosition, [dict(import_id=import_id, uid=p.uid, text=p.text, created_at=now) for p in plan.positions]),
+            (StagedCritique, [
+                dict(import_id=import_id, uid=c.uid, position_uid=c.position_uid, text=c.text, source=c.source,
+                     topic=c.topic, created_at=now)
+                for c in plan.critiques
+            ]),
+            (StagedRating, [
+                dict(import_id=import_id, uid=r.uid, critique_uid=r.critique_uid, rater=rater, depth=depth,
+                     revises_uid=r.revises_uid, reason=r.reason, note=r.note, source_seen=r.source_seen, valid=r.valid,
+                     raw=r.raw, error=r.error, created_at=r.created_at or now,
+                     **{name: r.values.get(name) for name in DIMENSIONS})
+                for r, rater, depth in plan.ratings
+            ]),
+        ]
+        for table, rows in staged:
+            for start in range(0, len(rows), IMPORT_BATCH_ROWS):
+                with self._db.connection() as conn:
+                    conn.execute(insert(table.__table__), rows[start:start + IMPORT_BATCH_ROWS])
+
+    def _publish(self, import_id: str, plan: "_ImportPlan") -> None:
+        """Copy the staged rows into the real tables in one transaction."""
+        position, critique, rater, rating = (
+            CritiquePosition.__table__, Critique.__table__, Rater.__table__, CritiqueRating.__table__
+        )
+        sp, sc, sr = StagedPosition.__table__, StagedCritique.__table__, StagedRating.__table__
+        revised = rating.alias("revised")
+        steps = [
+            (position, ["uid", "text", "created_at"],
+             select(sp.c.uid, sp.c.text, sp.c.created_at).where(sp.c.import_id == import_id).order_by(sp.c.id),
+             len(plan.positions)),
+            (critique, ["uid", "position_id", "text", "source", "topic", "created_at"],
+             select(sc.c.uid, position.c.id, sc.c.text, sc.c.source, sc.c.topic, sc.c.created_at)
+             .join(position, position.c.uid == sc.c.position_uid)
+             .where(sc.c.import_id == import_id).order_by(sc.c.id),
+             len(plan.critiques)),
+        ]
+        columns = ["reason", "note", "source_seen", "valid", "raw", "error", "created_at", *DIMENSIONS]
+        for depth in range(max((d for _, _, d in plan.ratings), default=-1) + 1):
+            steps.append((
+                rating, ["uid", "critique_id", "rater_id", "revises_id", *columns],
+                select(sr.c.uid, critique.c.id, rater.c.id, revised.c.id, *(sr.c[name] for name in columns))
+                .join(critique, critique.c.uid == sr.c.critique_uid)
+                .join(rater, rater.c.name == sr.c.rater)
+                .outerjoin(revised, revised.c.uid == sr.c.revises_uid)
+                .where(sr.c.import_id == import_id, sr.c.depth == depth).order_by(sr.c.id),
+                sum(1 for _, _, d in plan.ratings if d == depth),
+            ))
+        try:
+            with self._db.connection() as conn:
+                stored_raters = set(conn.execute(
+                    select(rater.c.name).where(rater.c.name.in_([name for name, _ in plan.raters]))
+                ).scalars())
+                new_raters = [
+                    dict(name=name, kind=kind, details_json="{}", created_at=_now())
+                    for name, kind in plan.raters if name not in stored_raters
+                ]
+                if new_raters:
+                    conn.execute(insert(rater), new_raters)
+                for table, names, rows, expected in steps:
+                    written = len(conn.execute(insert(table).from_select(names, rows).returning(table.c.id)).all())
+                    if written != expected:
+                        raise StoreError(f"import {import_id}: {written} of {expected} {table.name} rows published")
+        except IntegrityError as exc:
+            raise CritiqueError(
+                "import", import_id, None,
+                f"another writer stored conflicting items while this import ran ({exc.orig}); nothing was imported",
+            ) from None
+
+    def _discard_import(self, import_id: str) -> None:
+        """Delete one import's staged rows, in short transactions."""
+        for table in (StagedPosition, StagedCritique, StagedRating):
+            column = table.__table__.c
+            while True:
+                with self._db.connection() as conn:
+                    batch = select(column.id).where(column.import_id == import_id).limit(IMPORT_BATCH_ROWS)
+                    if not conn.execute(delete(table.__table__).where(column.id.in_(batch))).rowcount:
+                        break
+        with self._db.connection() as conn:
+            conn.execute(delete(CritiqueImport.__table__).where(CritiqueImport.__table__.c.id == import_id))
+
+    def _discard_abandoned_imports(self) -> None:
+        """Staged rows of imports whose process died (started long ago and never finished)."""
+        with self._db.read() as session:
+            abandoned = session.exec(
+                select(CritiqueImport.id).where(CritiqueImport.started_at < _now() - ABANDONED_IMPORT_AGE)
+            ).all()
+        for import_id in abandoned:
+            self._discard_import(import_id)
 
     # -------------------------------------------------------------- rating
 
@@ -390,7 +654,7 @@ class CritiqueRepository:
 
     def reveals(self) -> list[tuple[str, str, datetime]]:
         """(critique uid, rater, time) of every source reveal."""
-        with self._db.session() as session:
+        with self._db.read() as session:
             rows = session.exec(
                 select(Critique.uid, Rater.name, SourceReveal.created_at)
                 .join(Critique, Critique.id == SourceReveal.critique_id)
@@ -412,7 +676,7 @@ class CritiqueRepository:
     # -------------------------------------------------------------- reading
 
     def positions(self) -> list[PositionView]:
-        with self._db.session() as session:
+        with self._db.read() as session:
             positions = list(session.exec(select(CritiquePosition).order_by(CritiquePosition.id)))
             critiques = list(session.exec(select(Critique).order_by(Critique.id)))
         by_position: dict[int, list[CritiqueView]] = {p.id: [] for p in positions}
@@ -444,12 +708,12 @@ class CritiqueRepository:
 
     def progress(self, rater: str) -> tuple[int, int]:
         """(critiques the rater has rated, all critiques)."""
-        with self._db.session() as session:
+        with self._db.read() as session:
             total = session.exec(select(func.count(Critique.id))).one()
         return len(self.rated_critique_ids(rater)), total
 
     def raters(self) -> list[RaterView]:
-        with self._db.session() as session:
+        with self._db.read() as session:
             rows = session.exec(
                 select(Rater, func.count(func.distinct(CritiqueRating.critique_id)))
                 .join(CritiqueRating, CritiqueRating.rater_id == Rater.id, isouter=True)
@@ -460,7 +724,7 @@ class CritiqueRepository:
 
     def last_active_rater(self) -> str | None:
         """The human rater who rated most recently in this database (the app's default)."""
-        with self._db.session() as session:
+        with self._db.read() as session:
             return session.exec(
                 select(Rater.name)
                 .where(Rater.kind == HUMAN, Rater.last_active_at.is_not(None))
@@ -482,7 +746,7 @@ class CritiqueRepository:
 
     def _critique_ids(self, table: type[CritiqueRating] | type[SourceReveal], rater: str) -> set[int]:
         """Critiques with at least one row by this rater in `table`."""
-        with self._db.session() as session:
+        with self._db.read() as session:
             return set(
                 session.exec(
                     select(table.critique_id).join(Rater, Rater.id == table.rater_id).where(Rater.name == rater)
@@ -509,7 +773,7 @@ class CritiqueRepository:
                 problem = "the rater already has a first rating of this critique; a second one must revise it"
             elif "revises_id" in message:
                 problem = "the rating it revises has already been revised"
-            elif "CHECK" in message:
+            elif "check" in message.lower():
                 problem = f"violates a rule: {message}"
             else:
                 problem = message
@@ -527,7 +791,7 @@ class CritiqueRepository:
             .where(*conditions)
             .order_by(CritiqueRating.id)
         )
-        with self._db.session() as session:
+        with self._db.read() as session:
             rows = session.exec(query).all()
         return [
             RatingView(
@@ -544,13 +808,6 @@ class CritiqueRepository:
 def _as_utc(moment: datetime) -> datetime:
     # SQLite keeps no zone; everything is written in UTC.
     return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
-
-
-def _rating_content(row: CritiqueRating) -> tuple:
-    return (
-        row.critique_id, row.rater_id, row.revises_id, row.reason, row.note, row.valid,
-        *(getattr(row, name) for name in DIMENSIONS),
-    )
 
 
 # ---------------------------------------------------------------------- judge ratings of schema 1

@@ -1,4 +1,17 @@
-"""Opening the SQLite database: WAL, foreign keys, busy timeout, schema version."""
+"""Opening the database (an SQLite file, or PostgreSQL by URL) and its sessions.
+
+SQLite: WAL journal, foreign keys on, a busy timeout. Every write transaction
+starts with BEGIN IMMEDIATE, so a writer waits for the write lock before it
+reads anything and can never be refused half-way (a deferred transaction that
+reads, then writes after another process committed, fails at once whatever
+the busy timeout). Waiting for the lock is retried (tenacity) for at most
+`LOCK_WAIT_S` seconds in all; then the write fails with a StoreError that says
+so, and nothing of it is stored. Readers never wait: WAL lets them read while
+one process writes.
+
+PostgreSQL (`postgresql://…`): the same tables through psycopg 3; its row
+locks make concurrent writers wait, never fail.
+"""
 
 from __future__ import annotations
 
@@ -7,21 +20,27 @@ import pkgutil
 import sqlite3
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator, Sequence
 
-from sqlalchemy import event
-from sqlalchemy.exc import DatabaseError
-from sqlalchemy.engine import Engine
+from sqlalchemy import Table, event
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy.exc import DatabaseError, OperationalError
 from sqlmodel import Session, SQLModel, create_engine
+from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_random_exponential
 
 import store
-from store.migrations import SCHEMA_VERSION, migrate
+from store.migrations import SCHEMA_VERSION, migrate, read_schema_version, write_schema_version
 
-BUSY_TIMEOUT_MS = 10_000
+# SQLite's own wait for the write lock, per attempt; the attempts together wait at most LOCK_WAIT_S.
+BUSY_TIMEOUT_MS = 5_000
+LOCK_WAIT_S = 15.0
+_WRITE = "argtui_write"  # the execution option that marks a write transaction
+_INIT_LOCK_KEY = 7_401_337  # PostgreSQL advisory lock: one process creates or upgrades the schema
 
 
 class StoreError(Exception):
-    """The database cannot be opened or is from a newer argtui."""
+    """The database cannot be opened, is from a newer argtui, or stayed locked too long."""
 
 
 def _problem(exc: DatabaseError) -> str:
@@ -31,7 +50,7 @@ def _problem(exc: DatabaseError) -> str:
         return f"not an argtui database, or damaged ({detail}); move it away to start a new one"
     if "readonly" in detail or "unable to open" in detail:
         return f"cannot be written ({detail}); check its permissions and its folder's"
-    return detail
+    return detail.strip()
 
 
 def _register_tables() -> None:
@@ -40,7 +59,9 @@ def _register_tables() -> None:
         importlib.import_module(f"store.{module.name}")
 
 
-def _configure_connection(dbapi_connection: sqlite3.Connection, _record) -> None:
+def _configure_sqlite(dbapi_connection: sqlite3.Connection, _record) -> None:
+    # The driver opens no transactions of its own: `_begin_sqlite` says which kind each one is.
+    dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     # NORMAL is durable across application crashes in WAL mode (kill -9 included);
@@ -51,62 +72,164 @@ def _configure_connection(dbapi_connection: sqlite3.Connection, _record) -> None
     cursor.close()
 
 
-class Database:
-    """One SQLite file. Safe to share across threads; two processes may open it at once."""
+def _locked(exc: BaseException) -> bool:
+    """SQLITE_BUSY / SQLITE_LOCKED: another connection holds the lock."""
+    return isinstance(exc, OperationalError) and "locked" in str(exc.orig)
 
-    def __init__(self, path: Path):
-        self.path = Path(path)
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreError(
-                f"{self.path.parent}: cannot hold the database ({exc.strerror or exc}); "
-                "check ARGTUI_HOME or the data directory"
-            ) from None
-        self.engine: Engine = create_engine(
-            f"sqlite:///{self.path}",
-            connect_args={"check_same_thread": False, "timeout": BUSY_TIMEOUT_MS / 1000},
-        )
-        event.listen(self.engine, "connect", _configure_connection)
+
+def _begin_sqlite(conn: Connection) -> None:
+    if not conn.get_execution_options().get(_WRITE):
+        conn.exec_driver_sql("BEGIN")
+        return
+    retrying = Retrying(
+        retry=retry_if_exception(_locked),
+        stop=stop_after_delay(LOCK_WAIT_S),
+        wait=wait_random_exponential(multiplier=0.05, max=1.0),
+        reraise=True,
+    )
+    try:
+        retrying(conn.exec_driver_sql, "BEGIN IMMEDIATE")
+    except OperationalError as exc:
+        if not _locked(exc):
+            raise
+        raise StoreError(
+            f"{conn.engine.url.database}: another process kept the database locked for over "
+            f"{LOCK_WAIT_S:g} s; nothing was saved, try again"
+        ) from None
+
+
+def upsert_rows(
+    conn: Connection, table: Table, rows: Sequence[dict[str, Any]], keys: Sequence[str], replaced: Sequence[str]
+) -> None:
+    """Insert rows, replacing the columns `replaced` of rows that share `keys` (either dialect)."""
+    if not rows:
+        return
+    dialect = sqlite if conn.dialect.name == "sqlite" else postgresql
+    statement = dialect.insert(table)
+    conn.execute(
+        statement.on_conflict_do_update(
+            index_elements=list(keys), set_={name: statement.excluded[name] for name in replaced}
+        ),
+        list(rows),
+    )
+
+
+def database_url(location: Path | str) -> str:
+    """A URL as given (`postgresql://…` runs on psycopg 3), or an SQLite file path."""
+    text = str(location)
+    if "://" not in text:
+        return f"sqlite:///{Path(text)}"
+    url = make_url(text)
+    if url.drivername in ("postgresql", "postgres"):
+        url = url.set(drivername="postgresql+psycopg")
+    return url.render_as_string(hide_password=False)
+
+
+class Database:
+    """One database, safe to share across threads; several processes may use it at once.
+
+    `location` is an SQLite file path or a database URL (`postgresql://user@host/name`).
+    """
+
+    def __init__(self, location: Path | str):
+        url = database_url(location)
+        self.path: Path | None = None
+        if url.startswith("sqlite"):
+            self.path = Path(str(location))
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(
+                    f"{self.path.parent}: cannot hold the database ({exc.strerror or exc}); "
+                    "check ARGTUI_HOME or the data directory"
+                ) from None
+            self.engine: Engine = create_engine(
+                url, connect_args={"check_same_thread": False, "timeout": BUSY_TIMEOUT_MS / 1000},
+            )
+            event.listen(self.engine, "connect", _configure_sqlite)
+            event.listen(self.engine, "begin", _begin_sqlite)
+        else:
+            # Times are stored without a zone, in UTC, as on SQLite.
+            self.engine = create_engine(url, pool_pre_ping=True, connect_args={"options": "-c timezone=UTC"})
+        self.location = str(self.path) if self.path else self.engine.url.render_as_string(hide_password=True)
+        self._writer = self.engine.execution_options(**{_WRITE: True})
         _register_tables()
         try:
             self._initialise()
         except DatabaseError as exc:
             self.engine.dispose()
-            raise StoreError(f"{self.path}: {_problem(exc)}") from None
+            raise StoreError(f"{self.location}: {_problem(exc)}") from None
+        except BaseException:
+            self.engine.dispose()
+            raise
+
+    @property
+    def dialect(self) -> str:
+        """`sqlite` or `postgresql`."""
+        return self.engine.dialect.name
 
     def _initialise(self) -> None:
+        if self.dialect == "postgresql":
+            # Schema DDL is transactional here: create and upgrade in one locked transaction.
+            with self.engine.begin() as conn:
+                conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_INIT_LOCK_KEY})")
+                version = self._checked_version(conn)
+                SQLModel.metadata.create_all(conn)
+                self._upgrade(conn, version)
+            return
         with self.engine.begin() as conn:
-            version = conn.exec_driver_sql("PRAGMA user_version").scalar_one()
-            if version > SCHEMA_VERSION:
-                raise StoreError(
-                    f"{self.path}: schema version {version} is newer than this argtui "
-                    f"understands ({SCHEMA_VERSION}); upgrade argtui"
-                )
+            version = self._checked_version(conn)
         # create_all only adds missing tables, so new tables need no migration step; it runs
         # first so that steps can copy old rows into tables a newer schema added.
         SQLModel.metadata.create_all(self.engine)
         if version != SCHEMA_VERSION:  # an up-to-date file is not written to: it may be read-only
-            with self.engine.begin() as conn:
-                if 0 < version < SCHEMA_VERSION:
-                    migrate(conn, version)
-                conn.exec_driver_sql(f"PRAGMA user_version={SCHEMA_VERSION}")
+            with self._writer.begin() as conn:
+                self._upgrade(conn, version)
+
+    def _checked_version(self, conn: Connection) -> int:
+        version = read_schema_version(conn)
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.location}: schema version {version} is newer than this argtui "
+                f"understands ({SCHEMA_VERSION}); upgrade argtui"
+            )
+        return version
+
+    @staticmethod
+    def _upgrade(conn: Connection, version: int) -> None:
+        if version == SCHEMA_VERSION:
+            return
+        if 0 < version < SCHEMA_VERSION:
+            migrate(conn, version)
+        write_schema_version(conn, SCHEMA_VERSION)
 
     @property
     def schema_version(self) -> int:
         with self.engine.connect() as conn:
-            return conn.exec_driver_sql("PRAGMA user_version").scalar_one()
+            return read_schema_version(conn)
 
     @contextmanager
     def session(self) -> Iterator[Session]:
-        """A session that commits on success and rolls back on error."""
-        with Session(self.engine, expire_on_commit=False) as session:
+        """A write session: commits on success, rolls back on error (see the module's locking)."""
+        with Session(self._writer, expire_on_commit=False) as session:
             try:
                 yield session
                 session.commit()
             except BaseException:
                 session.rollback()
                 raise
+
+    @contextmanager
+    def read(self) -> Iterator[Session]:
+        """A session that only reads: it never waits for a writer."""
+        with Session(self.engine, expire_on_commit=False) as session:
+            yield session
+
+    @contextmanager
+    def connection(self) -> Iterator[Connection]:
+        """A Core connection in one write transaction (commits on success)."""
+        with self._writer.begin() as conn:
+            yield conn
 
     def close(self) -> None:
         self.engine.dispose()

@@ -78,12 +78,12 @@ class DebateRepository:
             return debate
 
     def get(self, debate_id: int) -> Debate | None:
-        with self._db.session() as session:
+        with self._db.read() as session:
             return session.get(Debate, debate_id)
 
     def list(self) -> list[tuple[Debate, int]]:
         """Debates, most recently active first, with their turn counts."""
-        with self._db.session() as session:
+        with self._db.read() as session:
             counts = (
                 select(DebateTurn.debate_id, func.count(DebateTurn.id).label("turns"))
                 .group_by(DebateTurn.debate_id)
@@ -151,7 +151,7 @@ class DebateRepository:
             return turn
 
     def turns(self, debate_id: int) -> list[DebateTurn]:
-        with self._db.session() as session:
+        with self._db.read() as session:
             return list(
                 session.exec(
                     select(DebateTurn).where(DebateTurn.debate_id == debate_id).order_by(DebateTurn.position)
@@ -169,7 +169,7 @@ class DebateRepository:
     def analyses(self, turn_ids: list[int]) -> list[TurnAnalysis]:
         if not turn_ids:
             return []
-        with self._db.session() as session:
+        with self._db.read() as session:
             return list(
                 session.exec(
                     select(TurnAnalysis).where(TurnAnalysis.turn_id.in_(turn_ids)).order_by(TurnAnalysis.id)

@@ -58,7 +58,7 @@ class GriceRepository:
         ).first()
 
     def get_reasons(self, metric: str, k: int, judge_model: str, pool_digest: str) -> tuple[str, str] | None:
-        with self._db.session() as session:
+        with self._db.read() as session:
             row = self._reason_row(session, metric, k, judge_model, pool_digest)
             return (row.reasons_yes, row.reasons_no) if row else None
 
@@ -74,7 +74,7 @@ class GriceRepository:
             session.add(row)
 
     def reasons_count(self) -> int:
-        with self._db.session() as session:
+        with self._db.read() as session:
             return len(session.exec(select(GriceReason.id)).all())
 
 

@@ -3,7 +3,7 @@
 The store does not know the engine's types: a verdict arrives as the plain
 JSON object of the engine's `Verdict` and goes back the same way (the engine
 validates it on the way out). `valid` mirrors the verdict so counts need no
-JSON parsing. Saving a judgment again replaces it (an SQLite upsert).
+JSON parsing. Saving a judgment again replaces it (an upsert).
 """
 
 from __future__ import annotations
@@ -15,11 +15,10 @@ from datetime import datetime, timezone
 from typing import Any, Iterable, Sequence
 
 from sqlalchemy import JSON, Column, UniqueConstraint, case, func
-from sqlalchemy.dialects.sqlite import insert
 from sqlalchemy.engine import Connection
 from sqlmodel import Field, SQLModel, select
 
-from store.db import Database
+from store.db import Database, upsert_rows
 
 
 def _now() -> datetime:
@@ -48,16 +47,7 @@ _REPLACED = ("reference", "valid", "verdict", "run_id", "created_at")
 
 def upsert(conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
     """Write judgment rows (dicts of the table's columns), replacing the same (task, judge, item)."""
-    if not rows:
-        return
-    statement = insert(Judgment.__table__)
-    conn.execute(
-        statement.on_conflict_do_update(
-            index_elements=["task", "judge", "item"],
-            set_={name: statement.excluded[name] for name in _REPLACED},
-        ),
-        list(rows),
-    )
+    upsert_rows(conn, Judgment.__table__, rows, ("task", "judge", "item"), _REPLACED)
 
 
 class Judgment(SQLModel, table=True):
@@ -112,18 +102,18 @@ class JudgmentRepository:
                  reference=j.reference, valid=j.valid, verdict=j.verdict, run_id=run_id, created_at=_now())
             for j in judgments
         ]
-        with self._db.engine.begin() as conn:
+        with self._db.connection() as conn:
             upsert(conn, rows)
 
     def items(self, task: str, judge: str) -> set[str]:
         """The keys of every item this judge has a stored judgment for."""
-        with self._db.session() as session:
+        with self._db.read() as session:
             return set(session.exec(select(Judgment.item).where(Judgment.task == task, Judgment.judge == judge)))
 
     def verdicts(self, task: str, judge: str, items: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
         """item key -> verdict JSON, for all of the judge's items or the ones asked for."""
         wanted = None if items is None else set(items)
-        with self._db.session() as session:
+        with self._db.read() as session:
             rows = session.exec(
                 select(Judgment.item, Judgment.verdict)
                 .where(Judgment.task == task, Judgment.judge == judge)
@@ -133,7 +123,7 @@ class JudgmentRepository:
 
     def judges(self, task: str) -> list[JudgeRow]:
         """Every judge with stored judgments of the task, most judgments first."""
-        with self._db.session() as session:
+        with self._db.read() as session:
             rows = session.exec(
                 select(
                     Judgment.judge, Judgment.profile, Judgment.model, Judgment.variant,
@@ -147,7 +137,7 @@ class JudgmentRepository:
 
     def labelled(self, task: str, judge: str) -> list[tuple[str, str | None, dict[str, Any]]]:
         """(item, reference, verdict JSON) of the judge's items that have a reference."""
-        with self._db.session() as session:
+        with self._db.read() as session:
             rows = session.exec(
                 select(Judgment.item, Judgment.reference, Judgment.verdict)
                 .where(Judgment.task == task, Judgment.judge == judge, Judgment.reference.is_not(None))  # type: ignore[union-attr]
@@ -156,5 +146,5 @@ class JudgmentRepository:
             return [tuple(row) for row in rows]
 
     def tasks(self) -> list[str]:
-        with self._db.session() as session:
+        with self._db.read() as session:
             return sorted(set(session.exec(select(Judgment.task).distinct())))

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 
-from sqlalchemy import insert, select
+from sqlalchemy import select
 from sqlmodel import Field, SQLModel
 
-from store.db import Database
+from store.db import Database, upsert_rows
 
 
 class LLMCacheEntry(SQLModel, table=True):
@@ -28,6 +28,7 @@ class ResponseCache:
     """
 
     def __init__(self, db: Database):
+        self._db = db
         self._engine = db.engine
         self._table = LLMCacheEntry.__table__
 
@@ -39,14 +40,12 @@ class ResponseCache:
         return json.loads(row[0]) if row else None
 
     def put(self, key: str, model: str, response: dict) -> None:
-        statement = insert(self._table).prefix_with("OR REPLACE").values(
-            key=key,
-            model=model,
-            response_json=json.dumps(response, separators=(",", ":")),
+        row = dict(
+            key=key, model=model, response_json=json.dumps(response, separators=(",", ":")),
             created_at=datetime.now(timezone.utc),
         )
-        with self._engine.begin() as conn:
-            conn.execute(statement)
+        with self._db.connection() as conn:
+            upsert_rows(conn, self._table, [row], ("key",), ("model", "response_json", "created_at"))
 
     def count(self) -> int:
         with self._engine.connect() as conn:

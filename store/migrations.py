@@ -1,6 +1,7 @@
 """Schema versions and the steps between them.
 
-The version lives in SQLite's `PRAGMA user_version`. How to change the schema:
+The version lives in SQLite's `PRAGMA user_version`, on PostgreSQL in the
+one-row table `argtui_schema`. How to change the schema:
 
 * a new table: define it in a `store` module; `create_all` adds it on the next
   open, no step needed;
@@ -16,9 +17,29 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Callable
 
+from sqlalchemy import inspect
 from sqlalchemy.engine import Connection
 
 SCHEMA_VERSION = 3
+_VERSION_TABLE = "argtui_schema"
+
+
+def read_schema_version(conn: Connection) -> int:
+    """The schema version the database holds; 0 for a new database."""
+    if conn.dialect.name == "sqlite":
+        return conn.exec_driver_sql("PRAGMA user_version").scalar_one()
+    if not inspect(conn).has_table(_VERSION_TABLE):
+        return 0
+    return conn.exec_driver_sql(f"SELECT version FROM {_VERSION_TABLE}").scalar_one_or_none() or 0
+
+
+def write_schema_version(conn: Connection, version: int) -> None:
+    if conn.dialect.name == "sqlite":
+        conn.exec_driver_sql(f"PRAGMA user_version={int(version)}")
+        return
+    conn.exec_driver_sql(f"CREATE TABLE IF NOT EXISTS {_VERSION_TABLE} (version INTEGER NOT NULL)")
+    conn.exec_driver_sql(f"DELETE FROM {_VERSION_TABLE}")
+    conn.exec_driver_sql(f"INSERT INTO {_VERSION_TABLE} (version) VALUES ({int(version)})")
 
 # Steps that carry one task's schema-1 judgment table into `judgment`; a store module adds its
 # own with `@judgments_from_v1` (every store module is imported before the database opens).
@@ -35,8 +56,7 @@ def judgments_from_v1(step: Callable[[Connection], object]) -> Callable[[Connect
 
 
 def has_tables(conn: Connection, *names: str) -> bool:
-    tables = {row[0] for row in conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    return set(names) <= tables
+    return set(names) <= set(inspect(conn).get_table_names())
 
 
 def v1_time(value: str | datetime) -> datetime:
@@ -71,7 +91,7 @@ def _v2_to_v3(conn: Connection) -> None:
 
 
 def _add_column(conn: Connection, table: str, column: str, declaration: str) -> None:
-    if column not in {row[1] for row in conn.exec_driver_sql(f"PRAGMA table_info({table})")}:
+    if column not in {info["name"] for info in inspect(conn).get_columns(table)}:
         conn.exec_driver_sql(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
 
 

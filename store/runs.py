@@ -98,12 +98,12 @@ class RunRepository:
             return run
 
     def list(self, kind: str | None = None) -> list[BatchRun]:
-        with self._db.session() as session:
+        with self._db.read() as session:
             query = select(BatchRun).order_by(BatchRun.updated_at.desc())
             if kind:
                 query = query.where(BatchRun.kind == kind)
             return list(session.exec(query))
 
     def get(self, run_id: int) -> BatchRun | None:
-        with self._db.session() as session:
+        with self._db.read() as session:
             return session.get(BatchRun, run_id)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import uuid
 from pathlib import Path
 
 import pytest
@@ -51,6 +52,39 @@ def db(tmp_path) -> Database:
     database = Database(tmp_path / "test.sqlite3")
     yield database
     database.close()
+
+
+POSTGRES_URL_ENV = "ARGTUI_TEST_POSTGRES_URL"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request, argtui_home, monkeypatch) -> str:
+    """The database of every argtui process in the test (ARGTUI_DATABASE_URL): an SQLite file, or a
+    fresh database on the PostgreSQL server at ARGTUI_TEST_POSTGRES_URL, dropped afterwards."""
+    if request.param == "sqlite":
+        url = str(argtui_home / "data" / "argtui.sqlite3")
+        monkeypatch.setenv("ARGTUI_DATABASE_URL", url)
+        yield url
+        return
+    server = os.environ.get(POSTGRES_URL_ENV)
+    if not server:
+        reason = f"no PostgreSQL server: set {POSTGRES_URL_ENV}=postgresql://USER@HOST:PORT/DB (may create databases)"
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    name = f"argtui_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    url = make_url(server).set(database=name).render_as_string(hide_password=False)
+    monkeypatch.setenv("ARGTUI_DATABASE_URL", url)
+    try:
+        yield url
+    finally:
+        with psycopg.connect(server, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture

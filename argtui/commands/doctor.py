@@ -25,7 +25,7 @@ async def _report(runtime: Runtime, names: list[str] | None) -> dict:
     return {
         "default_backend": config.profile().name,
         "backends": statuses,
-        "database": {"path": str(runtime.db.path), "schema_version": runtime.db.schema_version},
+        "database": {"path": runtime.db.location, "schema_version": runtime.db.schema_version},
         "config_file": str(config.paths.config_file),
     }
 

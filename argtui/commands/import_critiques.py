@@ -1,8 +1,10 @@
 """`argtui import critiques FILE | --demo`: positions, critiques and ratings from JSONL or CSV.
 
-The whole file is validated first (an error names file, line and field) and
-stored in one transaction: a bad file imports nothing. Items already stored
-with the same content are skipped, so importing twice is harmless.
+The whole file is validated first (an error names file, line and field), then
+checked against the stored items and published all at once: a bad file imports
+nothing, and a large one holds the database's write lock only for short
+moments, so raters and batch runs keep writing while it imports. Items already
+stored with the same content are skipped, so importing twice is harmless.
 """
 
 from __future__ import annotations
