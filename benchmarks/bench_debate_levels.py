@@ -2,13 +2,17 @@
 
 Starts llama-server with the embedded model as argtui does, builds the embedded argument
 index in a temporary folder, then plays the same three-message script at each level
-(a fresh debate per level, in one run, so the machine is the same for all). As in the
-Debate screen, each message is labelled (argument components) while the bot answers;
-Grice judging, which starts once the reply is stored, is left out. Per level it prints,
-as medians over the messages: Enter -> first reply text and Enter -> reply complete,
-with the model requests, the drafts the reply checks rejected and the fallbacks.
+(a fresh debate per level, in one run, so the machine is the same for all). Each
+exchange is what the Debate screen does: the message is labelled (argument components)
+while the bot answers, and the reply's four Grice questions are judged at once when it is
+stored. Level 2 also runs in the order of one thing at a time (one request in flight:
+bot steps, then judging, then labelling) to show what the concurrent order saves.
 
-    .venv/bin/python benchmarks/bench_debate_levels.py [--levels 0 1 2]
+Per row, as medians over the messages: Enter -> first reply text, Enter -> reply
+complete, Enter -> everything shown (reply, judgments, labels), with the model requests,
+the drafts the reply checks rejected and the fallbacks.
+
+    .venv/bin/python benchmarks/bench_debate_levels.py [--levels 0 1 2] [--no-sequential]
 
 Writes benchmarks/results/bench_debate_levels.json.
 """
@@ -30,9 +34,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from argtui.config import embedded_profile  # noqa: E402
-from engines.debate.levels import LEVELS, get_level  # noqa: E402
-from engines.debate.pipeline import ReplyProgress, ReplyRejected, StepFinished  # noqa: E402
-from engines.debate.session import DebateSession  # noqa: E402
+from engines.debate.levels import FULL_LEVEL, LEVELS, get_level  # noqa: E402
+from engines.debate.pipeline import ReplyProgress, ReplyRejected, TurnCompleted, TurnFailed  # noqa: E402
+from engines.debate.session import DEFAULT_GRICE_STRATEGY, DebateSession  # noqa: E402
 from engines.llm.client import LLMClient  # noqa: E402
 from engines.llm.embedded import embedded_server  # noqa: E402
 from engines.retrieval import RetrievalSettings, open_retriever  # noqa: E402
@@ -50,40 +54,41 @@ SCRIPT = (
 COMPONENT_METHOD = "mad"  # the screen's default
 
 
-async def one_turn(session: DebateSession, labeller: DebateSession, message: str) -> dict:
+async def one_turn(session: DebateSession, message: str, concurrent: bool) -> dict:
     entered = time.perf_counter()
     first_text: float | None = None
+    complete: float | None = None
     rejected: list[str] = []
-    steps: dict[str, float] = {}
 
     def follow(event) -> None:
-        nonlocal first_text
+        nonlocal first_text, complete
         if isinstance(event, ReplyProgress) and event.text and first_text is None:
             first_text = time.perf_counter() - entered
         elif isinstance(event, ReplyRejected):
             rejected.append(event.reason)
-        elif isinstance(event, StepFinished):
-            steps[event.step] = round(event.seconds, 3)
+        elif isinstance(event, (TurnCompleted, TurnFailed)):
+            complete = time.perf_counter() - entered
 
-    user_turn = session.add_user_message(message)
-    labelling = asyncio.ensure_future(labeller.label_message(user_turn))
-    try:
-        stored, outcome, failure = await session.bot_turn(follow)
-        complete = time.perf_counter() - entered
-        await labelling
-    finally:
-        labelling.cancel()
+    result = await session.exchange(message, follow, concurrent=concurrent)
+    everything = time.perf_counter() - entered
+    outcome, failure = result.bot, result.failure
     return {
         "message": message,
         "first_reply_text_s": round(first_text, 3) if first_text is not None else None,
-        "reply_complete_s": round(complete, 3),
-        "reply": stored.content,
-        "words": len(stored.content.split()),
+        "reply_complete_s": round(complete or everything, 3),
+        "everything_shown_s": round(everything, 3),
+        "reply": result.bot_turn.content,
+        "words": len(result.bot_turn.content.split()),
         "requests": outcome.requests if outcome else None,
         "fallback": outcome.fallback if outcome else None,
         "rejected": rejected,
         "failure": f"step {failure.step}: {failure.error}" if failure else None,
-        "steps_s": steps,
+        "timings": [
+            {"step": t.name, "start_s": round(t.start_s, 3), "end_s": round(t.end_s, 3),
+             "prompt_computed": t.usage.computed_prompt_tokens, "prompt_reused": t.usage.reused_prompt_tokens,
+             "generated": t.usage.completion_tokens}
+            for t in result.timings
+        ],
     }
 
 
@@ -92,68 +97,82 @@ def median(values: list[float | None]) -> float | None:
     return round(statistics.median(present), 3) if present else None
 
 
-async def main(levels: list[int]) -> dict:
+async def main(levels: list[int], sequential: bool) -> dict:
     folder = Path(tempfile.mkdtemp(prefix="bench-debate-levels-"))
     server = embedded_server(folder / "llama-server.log")
     server.start()
     try:
         await server.wait_ready()
         profile = embedded_profile().model_copy(update={"base_urls": [server.url]})
-        # No response cache: every level asks the model afresh. The labelling has its own
-        # client on the same server, so each client counts only its own requests.
-        client, label_client = LLMClient(profile), LLMClient(profile)
+        one_at_a_time = profile.model_copy(update={"max_concurrency": 1})
         retriever = await open_retriever(RetrievalSettings(), folder / "data")
         db = Database(folder / "bench.sqlite3")
         repository = DebateRepository(db)
+        runs = [(number, "concurrent") for number in levels]
+        if sequential and FULL_LEVEL in levels:
+            runs.append((FULL_LEVEL, "sequential"))
         results = {}
-        for number in levels:
+        for number, order in runs:
+            # No response cache: every row asks the model afresh.
+            client = LLMClient(profile if order == "concurrent" else one_at_a_time)
             debate = repository.create(CLAIM, SIDE, backend=profile.name, level=number)
-            session = DebateSession(repository, debate, client, retriever)
-            labeller = DebateSession(repository, debate, label_client, retriever, component_method=COMPONENT_METHOD)
-            turns = [await one_turn(session, labeller, message) for message in SCRIPT]
-            results[str(number)] = {
+            session = DebateSession(repository, debate, client, retriever, component_method=COMPONENT_METHOD)
+            turns = [await one_turn(session, message, order == "concurrent") for message in SCRIPT]
+            await client.aclose()
+            results[f"{number} {order}"] = {
+                "level": number,
                 "name": get_level(number).name,
+                "order": order,
                 "first_reply_text_median_s": median([t["first_reply_text_s"] for t in turns]),
                 "reply_complete_median_s": median([t["reply_complete_s"] for t in turns]),
-                "reply_complete_max_s": max(t["reply_complete_s"] for t in turns),
+                "everything_shown_median_s": median([t["everything_shown_s"] for t in turns]),
+                "everything_shown_max_s": max(t["everything_shown_s"] for t in turns),
                 "requests_per_turn": median([t["requests"] for t in turns]),
                 "drafts_rejected": sum(len(t["rejected"]) for t in turns),
                 "fallbacks": sum(bool(t["fallback"]) for t in turns),
                 "failures": sum(t["failure"] is not None for t in turns),
                 "turns": turns,
             }
-        await client.aclose()
-        await label_client.aclose()
         await retriever.aclose()
         db.close()
     finally:
         server.stop()
     return {
         "claim": CLAIM, "student_side": SIDE, "component_method": COMPONENT_METHOD,
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
-        "levels": results,
+        "grice_strategy": DEFAULT_GRICE_STRATEGY,
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "load_1min": os.getloadavg()[0]},
+        "rows": results,
     }
 
 
+def seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f} s"
+
+
 def print_table(results: dict) -> None:
-    print(f"{'level':<14} {'first text':>10} {'complete':>9} {'max':>7} {'requests':>8} {'rejected':>8} "
-          f"{'fallbacks':>9} {'failed':>6}")
-    for number, row in results["levels"].items():
-        first = row["first_reply_text_median_s"]
-        print(f"{number + ' ' + row['name']:<14} {'-' if first is None else f'{first:.2f} s':>10} "
-              f"{row['reply_complete_median_s']:>7.2f} s {row['reply_complete_max_s']:>5.1f} s "
-              f"{row['requests_per_turn']:>8} {row['drafts_rejected']:>8} {row['fallbacks']:>6} of 3 "
-              f"{row['failures']:>6}")
-    for number, row in results["levels"].items():
-        slowest = {step: max(t["steps_s"].get(step, 0.0) for t in row["turns"]) for step in row["turns"][0]["steps_s"]}
-        print(f"level {number} slowest step times: " + ", ".join(f"{s} {v:.1f} s" for s, v in slowest.items()))
+    print(f"{'level':<24} {'first text':>10} {'reply':>9} {'everything':>10} {'max':>8} {'requests':>8} "
+          f"{'rejected':>8} {'fallbacks':>9} {'failed':>6}")
+    for row in results["rows"].values():
+        label = f"{row['level']} {row['name']} ({row['order']})"
+        print(f"{label:<24} {seconds(row['first_reply_text_median_s']):>10} "
+              f"{seconds(row['reply_complete_median_s']):>9} {seconds(row['everything_shown_median_s']):>10} "
+              f"{seconds(row['everything_shown_max_s']):>8} {row['requests_per_turn']!s:>8} "
+              f"{row['drafts_rejected']:>8} {row['fallbacks']:>4} of 3 {row['failures']:>6}")
+    for key, row in results["rows"].items():
+        slowest: dict[str, float] = {}
+        for turn in row["turns"]:
+            for timing in turn["timings"]:
+                slowest[timing["step"]] = max(slowest.get(timing["step"], 0.0), timing["end_s"] - timing["start_s"])
+        print(f"{key}: slowest " + ", ".join(f"{step} {value:.1f} s" for step, value in slowest.items()))
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--levels", type=int, nargs="+", default=[level.number for level in LEVELS],
                         choices=[level.number for level in LEVELS])
-    results = asyncio.run(main(parser.parse_args().levels))
+    parser.add_argument("--no-sequential", action="store_true", help="leave out level 2 one request at a time")
+    args = parser.parse_args()
+    results = asyncio.run(main(args.levels, not args.no_sequential))
     print_table(results)
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=2))

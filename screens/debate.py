@@ -40,7 +40,7 @@ from textual.worker import Worker
 
 from engines.debate.claims import Claim, bundled_claims, cmv_claims
 from engines.debate.messages import count_words, split_message, trim_message
-from engines.debate.levels import FULL_LEVEL, OpponentLevel, get_level
+from engines.debate.levels import FULL_LEVEL, LEVELS, OpponentLevel, default_level, get_level
 from engines.debate.pipeline import STEPS, ReplyProgress, StepFinished, StepStarted, TurnCompleted, TurnFailed
 from engines.components.types import METHODS as COMPONENT_METHODS
 from engines.debate.records import (
@@ -55,6 +55,7 @@ from engines.debate.records import (
 from engines.debate.session import DEFAULT_COMPONENT_METHOD, DEFAULT_GRICE_STRATEGY, DebateSession
 from engines.debate.settings import DebateSettings
 from engines.grice.judge import STRATEGIES as GRICE_STRATEGIES
+from engines.grice.questions import METRICS, QUESTIONS
 from engines.errors import ArgtuiError
 from screens.choice import Answer, ChoiceDialog
 from screens.demo_notice import DemoNotice
@@ -69,6 +70,7 @@ REPLY_REFRESH_S = 0.05  # stream the reply at about 20 updates per second
 TICK_S = 0.125  # the spinner and the clocks of running work advance at this pace
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 RETRY_KEY = "Ctrl+R"
+QUESTIONS_KEY = "Ctrl+K"
 UNFINISHED = ("failed", "cancelled")  # what Retry runs again
 
 
@@ -280,9 +282,10 @@ class DebateScreen(Screen):
         Binding("escape", "back", "Back"),
         Binding("ctrl+r", "retry", "Retry"),
         Binding("ctrl+t", "open_transcript", "Transcript"),
-        Binding("ctrl+l", "focus_input", "Type"),
-        Binding("ctrl+g", "next_grice_strategy", "Grice strategy"),
-        Binding("ctrl+o", "next_component_method", "Component method"),
+        Binding("ctrl+l", "focus_input", "Type", show=False),
+        Binding("ctrl+g", "next_grice_strategy", "Grice"),
+        Binding("ctrl+o", "next_component_method", "Method"),
+        Binding("ctrl+k", "toggle_questions", "Questions"),
     ]
     DEFAULT_CSS = """
     DebateScreen #claim { padding: 0 1; background: $panel; height: auto; }
@@ -306,6 +309,7 @@ class DebateScreen(Screen):
         self._queued: list[str] = []  # the parts of a split message not sent yet
         self.grice_strategy = DEFAULT_GRICE_STRATEGY
         self.component_method = DEFAULT_COMPONENT_METHOD
+        self.show_questions = False  # the Grice panel shows the question behind each answer
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -326,7 +330,7 @@ class DebateScreen(Screen):
                     yield VerticalScroll(Static(id="grice"))
                 with TabPane("Components", id="components-tab"):
                     yield OptionList(id="component-list")
-        yield Footer()
+        yield Footer(compact=True)
 
     @property
     def settings(self) -> DebateSettings:
@@ -609,6 +613,8 @@ class DebateScreen(Screen):
             return not self._working()
         if action == "retry":
             return self.session is not None and self._retry_target() is not None
+        if action == "open_transcript":  # shown while a labelled message is selected: the footer is short
+            return self.selected is not None and bool(self.selected.components)
         return True
 
     def action_back(self) -> None:
@@ -690,6 +696,7 @@ class DebateScreen(Screen):
 
     def _show(self, view: MessageView) -> None:
         self.selected = view
+        self.refresh_bindings()
         self._refresh_side(view)
         tabs = self.query_one(TabbedContent)
         if view.role == "user":
@@ -771,18 +778,41 @@ class DebateScreen(Screen):
         return table
 
     def _grice_panel(self, view: MessageView):
+        hint = Text(f"{QUESTIONS_KEY} {'hides' if self.show_questions else 'shows'} the question behind each answer",
+                    style="dim")
         if view.error:
             return Text(f"No reply to judge: {view.error}", style="red")
-        if view.grice is None or not view.grice.metrics:
-            return Text("Judging starts when the reply is complete.", style="dim")
+        metrics = view.grice.metrics if view.grice is not None else {}
+        if not metrics and not self.show_questions:
+            return Group(Text("Judging starts when the reply is complete.", style="dim"), hint)
         parts = []
-        for metric, judgment in view.grice.metrics.items():
-            head = Text.assemble((metric.capitalize(), "bold"), f"  {judgment.answer or 'invalid'}",
-                                 (f"  P(yes) {judgment.p_yes:.2f}" if judgment.p_yes is not None else "", "dim"),
-                                 (f"  [{judgment.method}]", "dim"))
-            body = Text(judgment.rationale or judgment.error or "", style="italic")
-            parts += [head, body, Text("")]
-        return Group(*parts)
+        for metric in METRICS:
+            judgment = metrics.get(metric)
+            if judgment is None and not self.show_questions:
+                continue
+            head = Text(metric.capitalize(), style="bold")
+            if judgment is None:
+                head.append("  not judged yet", style="dim")
+            else:
+                head.append(f"  {judgment.answer or 'invalid'}")
+                head.append(f"  P(yes) {judgment.p_yes:.2f}" if judgment.p_yes is not None else "", style="dim")
+                head.append(f"  [{judgment.method}]", style="dim")
+            parts.append(head)
+            if self.show_questions:
+                parts.append(Text(QUESTIONS[metric].question, style="cyan"))
+            if judgment is not None:
+                parts.append(Text(judgment.rationale or judgment.error or "", style="italic"))
+            parts.append(Text(""))
+        return Group(*parts, hint)
+
+    def action_toggle_questions(self) -> None:
+        self.show_questions = not self.show_questions
+        replies = [view for view in self._views() if view.role == "assistant"]
+        view = self.selected if self.selected is not None and self.selected.role == "assistant" else None
+        view = view or (replies[-1] if replies else None)
+        if view is not None:
+            self._show(view)
+        self.query_one("#side", TabbedContent).active = "grice-tab"
 
     # ------------------------------------------------------------ actions
 
@@ -810,11 +840,12 @@ class NewDebateScreen(Screen):
     BINDINGS = [Binding("escape", "app.pop_screen", "Back")]
     DEFAULT_CSS = """
     NewDebateScreen #columns { height: 1fr; }
-    NewDebateScreen #start { width: 1fr; padding: 0 1; }
-    NewDebateScreen #past { width: 1fr; padding: 0 1; }
+    NewDebateScreen #start { width: 3fr; padding: 0 1; }
+    NewDebateScreen #past { width: 2fr; padding: 0 1; }
     NewDebateScreen #claims { height: 1fr; }
     NewDebateScreen #debates { height: 1fr; }
     NewDebateScreen RadioSet { layout: horizontal; height: auto; }
+    NewDebateScreen RadioSet > RadioButton { width: auto; margin-right: 1; }
     """
 
     def __init__(self, claim: str | None = None, side: str = "pro"):
@@ -827,24 +858,35 @@ class NewDebateScreen(Screen):
         yield Header()
         with Horizontal(id="columns"):
             with Vertical(id="start"):
-                yield Label("New debate: pick a claim, or type your own and press Enter")
+                yield Label("Pick a claim or type one; Enter starts")
                 yield Input(value=self.preset_claim or "", placeholder="a claim to debate…", id="claim-input")
                 with RadioSet(id="side"):
-                    yield RadioButton("I argue for it (pro)", value=self.preset_side == "pro", id="pro")
-                    yield RadioButton("I argue against it (con)", value=self.preset_side == "con", id="con")
+                    yield RadioButton("I argue pro", value=self.preset_side == "pro", id="pro")
+                    yield RadioButton("I argue con", value=self.preset_side == "con", id="con")
+                default = default_level(services(self).profile(getattr(self.app, "backend_name", None)))
+                with RadioSet(id="level"):
+                    for level in LEVELS:
+                        yield RadioButton(
+                            f"{level.number} {level.name}", value=level.number == default, id=f"level-{level.number}"
+                        )
+                yield Static(id="level-description")
                 yield OptionList(Option("loading claims…", disabled=True), id="claims")
             with Vertical(id="past"):
-                yield Label("Past debates: Enter continues one")
+                yield Label("Past debates; Enter continues")
                 yield DataTable(id="debates", cursor_type="row")
         yield Footer()
 
     def on_mount(self) -> None:
         self.sub_title = "New debate"
         table = self.query_one("#debates", DataTable)
-        table.add_columns("id", "side", "turns", "claim")
+        table.add_columns("id", "side", "opponent", "turns", "claim")
         for debate, turns in DebateRepository(services(self).db).list():
-            table.add_row(str(debate.id), debate.user_side, str(turns), Text(debate.claim), key=str(debate.id))
+            table.add_row(
+                str(debate.id), debate.user_side, get_level(debate.level).name, str(turns), Text(debate.claim),
+                key=str(debate.id),
+            )
         self.query_one("#claim-input", Input).focus()
+        self._describe_level()
         self._load_claims()
 
     @work(thread=True, exclusive=True)
@@ -872,12 +914,25 @@ class NewDebateScreen(Screen):
         pressed = self.query_one("#side", RadioSet).pressed_button
         return pressed.id if pressed is not None else "pro"
 
+    def _level(self) -> OpponentLevel:
+        pressed = self.query_one("#level", RadioSet).pressed_button
+        return get_level(int(pressed.id.removeprefix("level-")) if pressed is not None else FULL_LEVEL)
+
+    @on(RadioSet.Changed, "#level")
+    def _describe_level(self) -> None:
+        level = self._level()
+        self.query_one("#level-description", Static).update(
+            Text(f"Opponent: {level.description}.", style="italic")
+        )
+
     def _start(self, claim: str) -> None:
         claim = claim.strip()
         if not claim:
             self.notify("type a claim or pick one from the list", severity="warning")
             return
-        debate = DebateRepository(services(self).db).create(claim, self._side(), backend=getattr(self.app, "backend_name", ""))
+        debate = DebateRepository(services(self).db).create(
+            claim, self._side(), backend=getattr(self.app, "backend_name", ""), level=self._level().number
+        )
         self.app.switch_screen(DebateScreen(debate.id))
 
     @on(Input.Submitted, "#claim-input")

@@ -9,6 +9,7 @@ from textual.dom import DOMNode
 
 from engines.debate.settings import DebateSettings
 from engines.llm.client import LLMClient
+from engines.llm.profile import BackendProfile
 from engines.llm.status import BackendStatus
 from engines.retrieval.settings import RetrievalSettings
 from engines.retrieval.types import ProgressCallback, Retriever
@@ -20,6 +21,10 @@ class Services(Protocol):
     def db(self) -> Database: ...
 
     async def client(self, name: str | None = None) -> LLMClient: ...
+
+    def profile(self, name: str | None = None) -> BackendProfile:
+        """A backend profile as configured (the default when None)."""
+        ...
 
     async def status(self, name: str | None = None) -> BackendStatus: ...
 

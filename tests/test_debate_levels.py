@@ -4,9 +4,11 @@ fake backend that scripts the model's answers and counts the requests."""
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import replace
 
+import httpx
 import pytest
 
 from engines.debate import prompts
@@ -31,6 +33,7 @@ from engines.llm.profile import BackendProfile
 from engines.retrieval import RetrievalSettings, open_retriever
 from fakes import FakeServer, Reply, chat_reply, error_reply, schema_instance, stream_reply
 from store.debates import DebateRepository
+from store.llm_cache import ResponseCache
 
 CLAIM = "We should abandon the use of school uniform"  # a topic of the bundled corpus
 SETUP = DebateSetup(CLAIM, "con")  # the student defends uniforms, the bot argues for abandoning them
@@ -295,9 +298,18 @@ def test_a_scripted_debate_at_a_quick_level_on_the_real_model(llama_profile, tmp
     script = tmp_path / "student.txt"
     script.write_text(f"{MESSAGE}\nUniforms also save parents money over a school year.\n", encoding="utf-8")
     argv = ["debate", "--claim", CLAIM, "--side", "con", "--level", str(level), "--script", str(script),
-            "--grice-strategy", "ZSL", "--component-method", "vanilla"]
+            "--grice-strategy", "ZSL", "--component-method", "vanilla", "--timings"]
     assert main(argv) == 0
     captured = capsys.readouterr()
+    row = re.compile(r"^\s*(Retrieval|Reply|Components|Grice)\s+([\d.]+)\s+([\d.]+)\s+(\d+)\s+(\d+)\s+(\d+)\s+█")
+    waterfall = [match.groups() for match in map(row.match, captured.err.splitlines()) if match]
+    steps = [row[0] for row in waterfall]
+    assert steps.count("Components") == steps.count("Grice") == steps.count("Retrieval") == 2  # a row each per turn
+    assert steps.count("Reply") == 2 * level
+    for row in waterfall:
+        start, end, computed, reused, generated = float(row[1]), float(row[2]), *map(int, row[3:6])
+        assert 0 <= start <= end and computed >= 0 and reused >= 0 and generated >= 0
+        assert (generated > 0) == (row[0] != "Retrieval")  # only the retrieval makes no model call
     replies = [turn["systemResponse"]["response"] for turn in json.loads(captured.out)["simulation"]["userTurns"]]
     assert len(replies) == 2 and f"level {level}" in captured.err
     for reply in replies:
@@ -312,3 +324,71 @@ def test_a_scripted_debate_at_a_quick_level_on_the_real_model(llama_profile, tmp
         assert [t.level for t in bot_turns] == [level, level]
     finally:
         runtime.db.close()
+
+
+# ---------------------------------------------------------------- what each step costs
+
+
+async def test_each_step_reports_the_model_calls_it_made_concurrent_ones_included(retriever, fake_server):
+    fake_server.answer = five_steps("Bullies pick on other things than clothes, so uniforms change little.")
+    client = fake_client(fake_server)
+    events = await run(opponent(2, client, retriever))
+    finished = {event.step: event.usage for event in events if isinstance(event, StepFinished)}
+    queries = len(events[-1].turn.queries)
+    assert {step: usage.calls for step, usage in finished.items()} == {
+        "strategy": 1, "queries": 1, "retrieval": 0, "selection": queries, "final": 1,
+        "reply": 2,  # the streamed draft and its stance check
+    }
+    assert sum(usage.calls for usage in finished.values()) == len(fake_server.bodies)
+    assert finished["selection"].prompt_tokens == 5 * queries  # each scripted answer reports 5 prompt tokens
+    await client.aclose()
+
+
+async def test_a_failed_turn_run_again_draws_new_samples_a_cancelled_one_the_same(db, retriever, fake_server):
+    fake_server.answer = lambda body: chat_reply("not json at all")  # step 1 never parses: the turn fails
+    client = LLMClient(fake_server.profile(kind="vllm", retries=0), ResponseCache(db))
+    repository = DebateRepository(db)
+    session = DebateSession(repository, repository.create(CLAIM, "con", level=2), client, retriever)
+    session.add_user_message(MESSAGE)
+    failed, _, failure = await session.bot_turn()
+    assert failure is not None and failure.step == "strategy"
+    first_seeds = [body["seed"] for body in fake_server.bodies]
+    fake_server.bodies.clear()
+    await session.bot_turn(turn=session.start_reply(again=failed))
+    assert fake_server.bodies, "the cached failure was replayed instead of asking the model again"
+    assert not {body["seed"] for body in fake_server.bodies} & set(first_seeds)
+    await client.aclose()
+
+
+@pytest.mark.llm
+async def test_each_step_may_generate_the_longest_answer_its_schema_allows(llama_profile):
+    """Filled to every bound, each step's answer still fits its token cap (the model's own tokenizer counts)."""
+    from engines.debate.schemas import (
+        SearchPlan, StrategyAnalysis, final_selection_model, query_selection_model, reply_model,
+    )
+    from engines.llm.budget import max_tokens_for
+
+    prose = "Uniforms, as the council's 2019 report notes, cost 40% less; bullying isn't about clothes. "
+    arguments = [(prose * 20)[:length] for length in (600, 350, 120)]
+
+    def longest(schema: dict, defs: dict):
+        if "$ref" in schema:
+            return longest(defs[schema["$ref"].rsplit("/", 1)[-1]], defs)
+        if "anyOf" in schema:
+            return longest(next(option for option in schema["anyOf"] if option.get("type") != "null"), defs)
+        if "enum" in schema or "const" in schema:
+            return max(schema.get("enum", [schema.get("const")]), key=len)
+        if schema.get("type") == "object":
+            return {name: longest(value, defs) for name, value in schema["properties"].items()}
+        if schema.get("type") == "array":
+            return [longest(schema["items"], defs)] * schema["maxItems"]
+        return (prose * 10)[: schema["maxLength"]]
+
+    server = llama_profile.base_urls[0].removesuffix("/v1")
+    async with httpx.AsyncClient() as http:
+        for model in (StrategyAnalysis, SearchPlan, query_selection_model(arguments),
+                      final_selection_model(["uniforms to bullying"] * 3, arguments), reply_model(arguments)):
+            schema = model.model_json_schema()
+            answer = json.dumps(longest(schema, schema.get("$defs", {})), indent=2)
+            tokens = (await http.post(f"{server}/tokenize", json={"content": answer})).json()["tokens"]
+            assert len(tokens) <= max_tokens_for(model), model.__name__

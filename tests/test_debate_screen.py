@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 
 import pytest
+from rich.console import Console
 from sqlalchemy import text
-from textual.widgets import Input, OptionList, Static
+from textual.widgets import Input, OptionList, RadioButton, RadioSet, Static, TabbedContent
 
 from argtui.app import ArgtuiApp
 from argtui.config import load_config
 from engines.llm.profile import BackendProfile
 from engines.debate.pipeline import STEPS
 from engines.debate.records import DebateRecords
+from engines.grice.questions import METRICS, QUESTIONS
 from screens.debate import DebateScreen, MessageView, NewDebateScreen, TranscriptScreen
 from store import Database
 from store.debates import DebateRepository
@@ -114,14 +117,20 @@ def test_reopening_a_saved_debate_shows_turns_labels_and_judgments(closed_backen
     assert snap_compare(app, terminal_size=(120, 32), run_before=open_debate)
 
 
+async def with_message_selected(app: ArgtuiApp, pilot, debate_id: int) -> DebateScreen:
+    """The debate open with its first message (the student's) selected."""
+    await app.push_screen(DebateScreen(debate_id))
+    screen = app.screen
+    list(screen.query(MessageView))[0].focus()
+    await pilot.pause()
+    return screen
+
+
 async def test_a_component_opens_to_its_transcript(closed_backend, argtui_home):
     debate_id = stored_debate(argtui_home)
     app = ArgtuiApp()
     async with app.run_test(size=(100, 30)) as pilot:
-        await app.push_screen(DebateScreen(debate_id))
-        screen = app.screen
-        list(screen.query(MessageView))[0].focus()
-        await pilot.pause()
+        screen = await with_message_selected(app, pilot, debate_id)
         options = screen.query_one("#component-list", OptionList)
         assert options.option_count == 2
         options.focus()
@@ -140,11 +149,18 @@ async def test_start_a_debate_send_a_message_and_see_reply_judgments_and_labels(
     app = ArgtuiApp()
     async with app.run_test(size=(120, 40)) as pilot:
         await app.push_screen(NewDebateScreen())
+        levels = app.screen.query_one("#level", RadioSet)
+        assert levels.pressed_button.id == "level-0"  # the tiny model's default: the retrieval opponent
+        assert "word for word" in str(app.screen.query_one("#level-description", Static).render())
+        app.screen.query_one("#level-2", RadioButton).value = True  # the five steps, picked by the student
+        await pilot.pause()
+        assert "five SINAI steps" in str(app.screen.query_one("#level-description", Static).render())
         claim_box = app.screen.query_one("#claim-input", Input)
         claim_box.value = CLAIM
         await pilot.press("enter")
         screen = app.screen
-        assert isinstance(screen, DebateScreen)
+        assert isinstance(screen, DebateScreen) and screen.level.number == 2
+        assert "opponent Full" in screen.sub_title
         screen.action_next_grice_strategy()  # BEST -> ZSL: fewer calls on the tiny model
         screen.action_next_component_method()  # mad -> vanilla
         assert (screen.grice_strategy, screen.component_method) == ("ZSL", "vanilla")
@@ -175,9 +191,32 @@ async def test_start_a_debate_send_a_message_and_see_reply_judgments_and_labels(
     db = Database(argtui_home / "data" / "argtui.sqlite3")
     repository = DebateRepository(db)
     [(debate, turns)] = repository.list()
-    assert debate.claim == CLAIM and turns == 2
+    assert debate.claim == CLAIM and turns == 2 and debate.level == 2
     user, bot = DebateRecords(repository).turns(debate.id)  # what reopening the debate shows
     assert user.components == user_view.components and bot.grice == bot_view.grice
     assert bot.content == bot_view.content and list(bot.evidence) == list(bot_view.evidence)
     assert bot.steps.model_dump() == bot_view.steps.model_dump()  # the live steps are the schema-constrained subclasses
     db.close()
+
+
+async def test_the_question_behind_each_grice_answer_is_one_key_away(closed_backend, argtui_home):
+    debate_id = stored_debate(argtui_home)
+    app = ArgtuiApp()
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await with_message_selected(app, pilot, debate_id)  # the side shows its components
+
+        def grice_panel() -> str:
+            console = Console(width=400, record=True, file=io.StringIO())
+            console.print(screen.query_one("#grice", Static).content)
+            return console.export_text()
+
+        await pilot.press("ctrl+k")
+        await pilot.pause()
+        assert screen.query_one(TabbedContent).active == "grice-tab"
+        assert screen.selected.role == "assistant"  # the reply the answers judge
+        shown = grice_panel()
+        assert all(QUESTIONS[metric].question in shown for metric in METRICS), shown
+        assert shown.index("Quantity  yes") < shown.index(QUESTIONS["quantity"].question) < shown.index("Quality  no")
+        await pilot.press("ctrl+k")
+        await pilot.pause()
+        assert "Quantity  yes" in grice_panel() and QUESTIONS["quantity"].question not in grice_panel()

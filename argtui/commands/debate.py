@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from rich.console import Console
+from rich.table import Table
 from rich.text import Text
 
 from argtui.commands import run_with_runtime
@@ -15,7 +16,7 @@ from engines.debate.export import rad_run
 from engines.debate.levels import EMBEDDED_LEVEL, LEVELS, default_level, get_level
 from engines.debate.pipeline import ReplyProgress, ReplyRejected, StepFinished, StepStarted, TurnFailed
 from engines.debate.records import DebateRecords
-from engines.debate.session import DEFAULT_COMPONENT_METHOD, DEFAULT_GRICE_STRATEGY, DebateSession
+from engines.debate.session import DEFAULT_COMPONENT_METHOD, DEFAULT_GRICE_STRATEGY, DebateSession, StepTiming
 from engines.errors import ArgtuiError
 from store.debates import DebateRepository
 from store.grice import GriceRepository
@@ -36,6 +37,10 @@ def register(subparsers) -> None:
     )
     parser.add_argument("--script", type=Path, help="a file with one student message per line: run headlessly")
     parser.add_argument("--export", type=Path, help="with --script: write the Touché RAD run shape here")
+    parser.add_argument(
+        "--timings", action="store_true",
+        help="with --script: after each turn, when each step ran and its prompt and generated tokens",
+    )
     parser.add_argument("--judge", help="backend profile for the bot and its judges (default: the default)")
     parser.add_argument("--grice-strategy", default=DEFAULT_GRICE_STRATEGY, help="Grice strategy (default BEST)")
     parser.add_argument("--component-method", default=DEFAULT_COMPONENT_METHOD, choices=("vanilla", "cot", "mad"))
@@ -49,8 +54,8 @@ def _debate(args) -> int:
     if not args.claim:
         raise ArgtuiError("--claim is required (or --list)")
     if args.script is None:
-        if args.export:
-            raise ArgtuiError("--export goes with --script")
+        if args.export or args.timings:
+            raise ArgtuiError("--export and --timings go with --script")
         from argtui.app import run_app
 
         return run_app(backend=args.judge, debate=(args.claim, args.side, args.level))
@@ -70,6 +75,31 @@ async def _list(runtime: Runtime) -> int:
     return 0
 
 
+WATERFALL_WIDTH = 20  # characters of the bar column
+
+
+def waterfall(timings: list[StepTiming], titles: dict[str, str]) -> Table:
+    """Each piece of an exchange as a bar on one time axis from Enter, with its tokens:
+    prompt tokens the server computed, those it reused from its prompt cache, and generated."""
+    span = max((timing.end_s for timing in timings), default=0.0) or 1.0
+    table = Table(box=None, padding=(0, 1), title_justify="left",
+                  title="  timings (seconds from Enter; prompt tokens computed / reused; tokens generated)")
+    table.add_column("step", no_wrap=True)
+    for header in ("start", "end", "computed", "reused", "generated"):
+        table.add_column(header, justify="right", no_wrap=True)
+    table.add_column("", no_wrap=True)
+    for timing in sorted(timings, key=lambda timing: timing.start_s):
+        first = round(timing.start_s / span * WATERFALL_WIDTH)
+        length = max(1, round((timing.end_s - timing.start_s) / span * WATERFALL_WIDTH))
+        usage = timing.usage
+        table.add_row(
+            Text(titles.get(timing.name, timing.name)), f"{timing.start_s:.2f}", f"{timing.end_s:.2f}",
+            str(usage.computed_prompt_tokens), str(usage.reused_prompt_tokens), str(usage.completion_tokens),
+            Text(" " * first + "█" * length, style="cyan"),
+        )
+    return table
+
+
 async def _play(runtime: Runtime, args, lines: list[str]) -> int:
     err = Console(stderr=True)
     client = await runtime.client(args.judge)
@@ -85,7 +115,7 @@ async def _play(runtime: Runtime, args, lines: list[str]) -> int:
     bot_side = "con" if args.side == "pro" else "pro"
     err.print(f"debate {debate.id}: {args.claim!r}, student {args.side}, bot {bot_side}, "
               f"level {level.number} ({level.name})", markup=False)
-    step_titles = dict(level.steps)
+    step_titles = {**dict(level.steps), "components": "Components", "grice": "Grice"}
     failures = 0
     for number, message in enumerate(lines, 1):
         err.print(Text.assemble((f"turn {number}", "bold"), f" student: {message}"), highlight=False)
@@ -109,6 +139,8 @@ async def _play(runtime: Runtime, args, lines: list[str]) -> int:
 
         result = await session.exchange(message, follow)
         total = time.perf_counter() - started
+        if args.timings:
+            err.print(waterfall(result.timings, step_titles))
         if result.bot is None:
             failures += 1
             continue

@@ -17,6 +17,7 @@ fallback. `Opponent` holds what every opponent level shares (`engines.debate.lev
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import re
 import time
@@ -41,9 +42,10 @@ from engines.debate.schemas import (
     query_selection_model,
     reply_model,
 )
+from engines.llm.budget import max_tokens_for
 from engines.llm.client import LLMClient, json_schema_constraint, parse_structured
 from engines.llm.profile import Sampling
-from engines.llm.types import Completion, TextDelta
+from engines.llm.types import Completion, TextDelta, Usage, UsageMeter
 from engines.retrieval.strategies import ArgumentGraph, retrieve_for_idea
 from engines.retrieval.types import Argument, Retriever
 
@@ -94,6 +96,7 @@ class StepFinished:
     evidence: tuple[EvidenceRow, ...]  # from retrieval on, with what the steps so far made of it
     seconds: float
     attempts: int = 1
+    usage: Usage = Usage()  # of the step's model calls
 
 
 @dataclass(frozen=True)
@@ -238,13 +241,15 @@ class StepClock:
     def __init__(self, step: str, seconds: float):
         self.step, self.seconds = step, seconds
         self.started = time.perf_counter()
+        self.meter = UsageMeter()  # what the step's model calls cost
         self._deadline = asyncio.get_running_loop().time() + seconds
 
     @asynccontextmanager
     async def _bounded(self) -> AsyncIterator[None]:
         try:
-            async with asyncio.timeout_at(self._deadline):
-                yield
+            with self.meter.counting():
+                async with asyncio.timeout_at(self._deadline):
+                    yield
         except TimeoutError:
             raise StepError(self.step, f"timed out after {self.seconds:g} s", "") from None
 
@@ -265,11 +270,17 @@ class StepClock:
             await events.aclose()
 
 
+async def gathered(*awaitables: Awaitable[T]) -> list[T]:
+    """`asyncio.gather` whose tasks start when it is awaited, so they run inside the step's
+    clock (its deadline and its usage meter), not in the context they were written in."""
+    return await asyncio.gather(*awaitables)
+
+
 def step_finished(clock: StepClock, turn: BotTurn, attempts: int = 1) -> StepFinished:
     # A copy: the screen keeps the event's steps while the turn goes on filling its own.
     return StepFinished(
         clock.step, turn.steps.model_copy(), tuple(EvidenceRow.of(item) for item in turn.evidence),
-        time.perf_counter() - clock.started, attempts,
+        time.perf_counter() - clock.started, attempts, clock.meter.usage,
     )
 
 
@@ -326,6 +337,13 @@ class Opponent:
         self.attempts = attempts
         self.k = k
         self.step_timeouts = {**self.default_timeouts, **(step_timeouts or {})}
+
+    def with_seed(self, seed: int) -> "Opponent":
+        """The same bot drawing other samples: a failed turn run again must not get the
+        response cache's copy of the answers that failed."""
+        other = copy.copy(self)
+        other.seed = seed
+        return other
 
     def _sampling(self, attempt: int, max_tokens: int) -> Sampling:
         # A retry is a new sample (new seed), so the cache does not replay the failure.
@@ -416,13 +434,13 @@ class DebatePipeline(Opponent):
     steps = STEPS
     default_timeouts = STEP_TIMEOUTS
 
-    async def _structured(
-        self, step: str, prompt: str, model_cls: type[ModelT], max_tokens: int
-    ) -> tuple[ModelT, int]:
+    async def _structured(self, step: str, prompt: str, model_cls: type[ModelT]) -> tuple[ModelT, int]:
         messages = [{"role": "user", "content": prompt}]
         last = None
         for attempt in range(self.attempts):
-            [result] = await self.client.structured(messages, model_cls, self._sampling(attempt, max_tokens))
+            [result] = await self.client.structured(
+                messages, model_cls, self._sampling(attempt, max_tokens_for(model_cls))
+            )
             if result.valid:
                 return result.value, attempt + 1
             last = result
@@ -438,7 +456,7 @@ class DebatePipeline(Opponent):
         clock = self._clock("strategy")
         yield StepStarted(clock.step)
         strategy, attempts = await clock.run(self._structured(
-            clock.step, prompts.STRATEGY_ANALYSIS.format(debate_dialogue=dialogue), StrategyAnalysis, 700
+            clock.step, prompts.STRATEGY_ANALYSIS.format(debate_dialogue=dialogue), StrategyAnalysis
         ))
         steps.strategy = turn.strategy = strategy
         yield step_finished(clock, turn, attempts)
@@ -455,7 +473,6 @@ class DebatePipeline(Opponent):
                 justification_approach=strategy.justification_approach,
             ),
             SearchPlan,
-            600,
         ))
         queries = turn.queries = plan.queries()
         steps.queries = plan
@@ -464,7 +481,7 @@ class DebatePipeline(Opponent):
         # 2.5 retrieval, all queries at once
         clock = self._clock("retrieval")
         yield StepStarted(clock.step)
-        graphs = await clock.run(asyncio.gather(
+        graphs = await clock.run(gathered(
             *(retrieve_for_idea(self.retriever, q.opponent_idea, q.field_to_look, self.k) for q in queries)
         ))
         turn.evidence = [item for i, graph in enumerate(graphs, 1) for item in evidence_from(graph, i)]
@@ -477,7 +494,7 @@ class DebatePipeline(Opponent):
         clock = self._clock("selection")
         yield StepStarted(clock.step)
         searched = [(q, g) for q, g in zip(queries, graphs) if g.nodes]
-        selections = await clock.run(asyncio.gather(
+        selections = await clock.run(gathered(
             *(self._select_for_query(dialogue, strategy, q, g) for q, g in searched)
         ))
         for (query, graph), (selection, _) in zip(searched, selections):
@@ -534,7 +551,7 @@ class DebatePipeline(Opponent):
             justification_type=strategy.justification_type,
         )
         texts = [node.argument.text for node in graph.nodes]
-        return await self._structured("selection", prompt, query_selection_model(texts), 900)
+        return await self._structured("selection", prompt, query_selection_model(texts))
 
     async def _final_selection(self, dialogue, searched, selections, graphs) -> tuple[FinalSelection, int]:
         blocks, aspects, texts = [], [], []
@@ -551,7 +568,7 @@ class DebatePipeline(Opponent):
                 )
             )
         prompt = prompts.FINAL_SELECTION.format(debate_dialogue=dialogue, searches="\n".join(blocks))
-        return await self._structured("final", prompt, final_selection_model(aspects, texts), 1200)
+        return await self._structured("final", prompt, final_selection_model(aspects, texts))
 
     async def _stream_json(
         self, prompt: str, reply_cls: type[Reply], attempt: int
@@ -560,7 +577,7 @@ class DebatePipeline(Opponent):
         completion: Completion | None = None
         async for event in self.client.stream(
             [{"role": "user", "content": prompt}],
-            self._sampling(attempt, 1000),
+            self._sampling(attempt, max_tokens_for(reply_cls)),
             constraint=json_schema_constraint(reply_cls),
         ):
             if isinstance(event, TextDelta):

@@ -10,9 +10,10 @@ typing; the scripted runner awaits `exchange`, which does the same work.
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Awaitable, Callable, TypeVar
 
 from engines.components.classifier import label_components
 from engines.debate.levels import opponent
@@ -20,7 +21,9 @@ from engines.debate.pipeline import (
     BotTurn,
     DebateSetup,
     DialogueTurn,
+    Opponent,
     PipelineEvent,
+    StepFinished,
     StepStarted,
     TurnCompleted,
     TurnFailed,
@@ -31,11 +34,24 @@ from engines.grice.judge import judge_turn
 from engines.grice.reasons import ReasonCache, ReasonStore
 from engines.grice.types import GriceContext
 from engines.llm.client import LLMClient
+from engines.llm.types import Usage, UsageMeter
 from engines.retrieval.types import Retriever
 from store.debates import Debate, DebateRepository
 
 DEFAULT_GRICE_STRATEGY = "BEST"
 DEFAULT_COMPONENT_METHOD = "mad"
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class StepTiming:
+    """When one piece of an exchange ran, counted from the message's sending, and what its
+    model calls cost."""
+
+    name: str  # a step of the bot's level, "components" or "grice"
+    start_s: float
+    end_s: float
+    usage: Usage
 
 
 @dataclass
@@ -46,6 +62,7 @@ class ExchangeResult:
     failure: TurnFailed | None
     judgment: GriceRecord | None
     components: list[ComponentRecord]
+    timings: list[StepTiming]  # in the order they ended
 
 
 class DebateSession:
@@ -66,6 +83,7 @@ class DebateSession:
         self.debate = debate
         self.client = client
         self.pipeline = opponent(debate.level, client, retriever, seed=seed)  # the bot of the debate's level
+        self._new_samples: set[int] = set()  # failed turns about to run again
         self.reasons = ReasonCache(reason_store)
         self.grice_strategy = grice_strategy
         self.component_method = component_method
@@ -92,8 +110,13 @@ class DebateSession:
 
     def start_reply(self, again: StoredTurn | None = None) -> StoredTurn:
         """The bot's next turn stored as running, so an interrupted one is never lost; or `again`,
-        a failed or cancelled turn, running again in its place."""
-        return self.records.restart(again.id) if again else self.records.start_reply(self.debate.id)
+        a failed or cancelled turn, running again in its place. A failed one draws new samples;
+        a cancelled one may reuse the answers its steps already had."""
+        if again is None:
+            return self.records.start_reply(self.debate.id)
+        if again.state == "failed":
+            self._new_samples.add(again.id)
+        return self.records.restart(again.id)
 
     async def bot_turn(
         self,
@@ -106,8 +129,12 @@ class DebateSession:
         store its outcome in it: the reply or the error; cancelled, it is stored as cancelled."""
         turn = turn or self.start_reply()
         started = time.perf_counter()
+        bot = self.pipeline
+        if turn.id in self._new_samples:
+            self._new_samples.discard(turn.id)
+            bot = bot.with_seed(random.randrange(2**31))
         try:
-            outcome, failure = await self._bounded_turn(turn, on_event, deadline_s)
+            outcome, failure = await self._bounded_turn(bot, turn, on_event, deadline_s)
         except asyncio.CancelledError:
             self.records.cancel_reply(turn.id, time.perf_counter() - started)
             raise
@@ -118,13 +145,13 @@ class DebateSession:
         return stored, outcome, failure
 
     async def _bounded_turn(
-        self, turn: StoredTurn, on_event: Callable[[PipelineEvent], None], deadline_s: float | None
+        self, bot: Opponent, turn: StoredTurn, on_event: Callable[[PipelineEvent], None], deadline_s: float | None
     ) -> tuple[BotTurn | None, TurnFailed | None]:
-        """The pipeline's outcome; a backend error or the deadline fails the step that was running."""
-        outcome, failure, step = None, None, self.pipeline.steps[0][0]  # until a step reports itself
+        """The bot's outcome; a backend error or the deadline fails the step that was running."""
+        outcome, failure, step = None, None, bot.steps[0][0]  # until a step reports itself
         try:
             async with asyncio.timeout(deadline_s):
-                async for event in self.pipeline.run_turn(self.setup, self.history(turn.position)):
+                async for event in bot.run_turn(self.setup, self.history(turn.position)):
                     on_event(event)
                     if isinstance(event, StepStarted):
                         step = event.step
@@ -181,15 +208,37 @@ class DebateSession:
         return records
 
     async def exchange(
-        self, text: str, on_event: Callable[[PipelineEvent], None] = lambda event: None
+        self, text: str, on_event: Callable[[PipelineEvent], None] = lambda event: None, *, concurrent: bool = True
     ) -> ExchangeResult:
-        """A whole exchange: the message is labelled while the bot answers; then the reply is judged."""
+        """A whole exchange: the message is labelled while the bot answers; then the reply is
+        judged. Not `concurrent`: one after the other (bot, judging, labelling), to compare."""
+        sent = time.perf_counter()
+        timings: list[StepTiming] = []
+        step_started: dict[str, float] = {}
+
+        def follow(event: PipelineEvent) -> None:
+            if isinstance(event, StepStarted):
+                step_started[event.step] = time.perf_counter() - sent
+            elif isinstance(event, StepFinished):
+                timings.append(StepTiming(
+                    event.step, step_started.get(event.step, 0.0), time.perf_counter() - sent, event.usage
+                ))
+            on_event(event)
+
+        async def timed(name: str, work: Awaitable[T]) -> T:
+            start = time.perf_counter() - sent
+            with UsageMeter().counting() as meter:
+                result = await work
+            timings.append(StepTiming(name, start, time.perf_counter() - sent, meter.usage))
+            return result
+
         user_turn = self.add_user_message(text)
-        labelling = asyncio.ensure_future(self.label_message(user_turn))
+        labelling = asyncio.ensure_future(timed("components", self.label_message(user_turn))) if concurrent else None
         try:
-            bot_turn, outcome, failure = await self.bot_turn(on_event)
-            judgment = await self.judge_reply(bot_turn) if outcome is not None else None
-            components = await labelling
+            bot_turn, outcome, failure = await self.bot_turn(follow)
+            judgment = await timed("grice", self.judge_reply(bot_turn)) if outcome is not None else None
+            components = await (labelling or timed("components", self.label_message(user_turn)))
         finally:
-            labelling.cancel()
-        return ExchangeResult(user_turn, bot_turn, outcome, failure, judgment, components)
+            if labelling is not None:
+                labelling.cancel()
+        return ExchangeResult(user_turn, bot_turn, outcome, failure, judgment, components, timings)

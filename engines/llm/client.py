@@ -488,9 +488,7 @@ class LLMClient:
                  _parse_logprobs(choice))
                 for choice in choices
             ]
-            usage = data.get("usage") or {}
-            prompt_tokens = int(usage.get("prompt_tokens") or 0)
-            completion_tokens = int(usage.get("completion_tokens") or 0)
+            prompt_tokens, completion_tokens, reused_tokens = _token_counts(data.get("usage") or {})
         except (AttributeError, TypeError, ValueError):
             raise self._error(
                 url, f"answered with an unexpected shape: {json.dumps(data)[:200]}"
@@ -503,9 +501,11 @@ class LLMClient:
         completions = []
         for position, ((text, finish_reason, logprobs), index) in enumerate(zip(answers, sample_indices)):
             # The prompt is prefilled once per request: charge it to the first sample.
+            first = position == 0
             share = Usage(
-                prompt_tokens=prompt_tokens if position == 0 else 0,
+                prompt_tokens=prompt_tokens if first else 0,
                 completion_tokens=completion_tokens // len(sample_indices),
+                reused_prompt_tokens=reused_tokens if first else 0,
                 latency_s=latency,
                 calls=1,
             )
@@ -641,12 +641,14 @@ class LLMClient:
                             f"{type(exc).__name__}: {str(exc) or 'no detail'}",
                         ) from exc
                 break
+        prompt_tokens, completion_tokens, reused_tokens = _token_counts(usage)
         yield Completion(
             text="".join(parts),
             finish_reason=finish_reason,
             usage=Usage(
-                prompt_tokens=int(usage.get("prompt_tokens") or 0),
-                completion_tokens=int(usage.get("completion_tokens") or 0),
+                prompt_tokens=prompt_tokens,
+                completion_tokens=completion_tokens,
+                reused_prompt_tokens=reused_tokens,
                 latency_s=time.perf_counter() - started,
                 ttft_s=ttft,
                 calls=1,
@@ -668,6 +670,17 @@ def _retry_after_s(response: httpx.Response) -> float | None:
         return max(0.0, float(response.headers["retry-after"]))
     except (KeyError, ValueError):
         return None
+
+
+def _token_counts(usage: dict) -> tuple[int, int, int]:
+    """Prompt, completion and prompt-cache tokens of an answer's `usage` (servers that do not
+    report the cache leave `prompt_tokens_details` out)."""
+    details = usage.get("prompt_tokens_details") or {}
+    return (
+        int(usage.get("prompt_tokens") or 0),
+        int(usage.get("completion_tokens") or 0),
+        int(details.get("cached_tokens") or 0),
+    )
 
 
 def _listed(data: dict) -> list[dict]:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Generic, Literal, Sequence, TypeVar
+from typing import Generic, Iterator, Literal, Sequence, TypeVar
 
 from engines.errors import ArgtuiError
 from engines.secrets import redact
@@ -18,10 +20,13 @@ class Usage:
 
     `calls` counts answers (one per sample), `cached_calls` those the response
     cache gave; `latency_s` adds up the time spent waiting for answers.
+    `reused_prompt_tokens` are prompt tokens the server took from its prompt cache
+    instead of computing them.
     """
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    reused_prompt_tokens: int = 0
     latency_s: float = 0.0
     ttft_s: float | None = None
     calls: int = 0
@@ -36,12 +41,17 @@ class Usage:
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
+    @property
+    def computed_prompt_tokens(self) -> int:
+        return self.prompt_tokens - self.reused_prompt_tokens
+
     def __add__(self, other: "Usage") -> "Usage":
         if not isinstance(other, Usage):
             return NotImplemented
         return Usage(
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,
+            reused_prompt_tokens=self.reused_prompt_tokens + other.reused_prompt_tokens,
             latency_s=self.latency_s + other.latency_s,
             ttft_s=self.ttft_s if self.ttft_s is not None else other.ttft_s,
             calls=self.calls + other.calls,
@@ -119,6 +129,25 @@ class Structured(Generic[T]):
 
 
 @dataclass
+class UsageMeter:
+    """The `Usage` of the answers recorded while it is counting, by any client: in tasks
+    started inside `counting()` too, not in concurrent work started before it."""
+
+    usage: Usage = field(default_factory=Usage)
+
+    @contextmanager
+    def counting(self) -> Iterator["UsageMeter"]:
+        token = _meters.set((*_meters.get(), self))
+        try:
+            yield self
+        finally:
+            _meters.reset(token)
+
+
+_meters: ContextVar[tuple[UsageMeter, ...]] = ContextVar("usage_meters", default=())
+
+
+@dataclass
 class Accounting:
     """Running totals for one client: HTTP requests and retries, and the `Usage` of every
     answer it returned (fresh or cached)."""
@@ -129,6 +158,8 @@ class Accounting:
 
     def record(self, usage: Usage) -> None:
         self.usage = self.usage + usage
+        for meter in _meters.get():
+            meter.usage = meter.usage + usage
 
     @property
     def cache_hits(self) -> int:
