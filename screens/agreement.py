@@ -30,7 +30,7 @@ class AgreementScreen(Screen):
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back"),
         Binding("r", "next_reference", "Next reference"),
-        Binding("f", "toggle_first", "First/latest ratings"),
+        Binding("f", "toggle_first", "First/latest"),
         Binding("l", "reload", "Reload"),
     ]
     DEFAULT_CSS = """
@@ -59,7 +59,7 @@ class AgreementScreen(Screen):
             yield Static("Progress (rated / total)", classes="title")
             yield DataTable(id="progress", cursor_type="row", zebra_stripes=True)
             yield Static(TABLE_LEGEND, id="legend")
-        yield Footer()
+        yield Footer(compact=True)  # every key fits in 80 columns
 
     def on_mount(self) -> None:
         self.sub_title = "Agreement"
@@ -94,20 +94,20 @@ class AgreementScreen(Screen):
         try:
             report = build_report(services(self).db, reference, which=which)
         except AgreementError as exc:
-            self.app.call_from_thread(self.notify, str(exc), severity="warning")
+            self.app.call_from_thread(self.notify, str(exc), severity="warning", markup=False)
             return
         self.app.call_from_thread(self.show, report)
 
     def show(self, report: AgreementReport) -> None:
         self.report = report
         self._heading(report.reference, "r: next reference · f: first/latest")
-        self.query_one("#title-reference", Static).update(f"Against {report.reference}")
+        self.query_one("#title-reference", Static).update(Text(f"Against {report.reference}"))
         self._fill(self.query_one("#versus-reference", DataTable), report.versus_reference)
         self._fill(self.query_one("#versus-others", DataTable), report.versus_others)
         progress = self.query_one("#progress", DataTable)
         progress.clear()
         for p in report.progress:
-            progress.add_row(p.rater, p.kind, str(p.rated), str(p.total))
+            progress.add_row(Text(p.rater), Text(p.kind), str(p.rated), str(p.total))
 
     @staticmethod
     def _fill(table: DataTable, rows: list[Comparison]) -> None:

@@ -129,7 +129,7 @@ class JudgePicker(ModalScreen[list[JudgeColumn] | None]):
         with Vertical(id="dialog"):
             yield Static("Judges side by side: Space toggles, Enter confirms, Esc cancels.")
             yield SelectionList[int](
-                *((column.title, i, column in self.chosen) for i, column in enumerate(self.columns))
+                *((Text(column.title), i, column in self.chosen) for i, column in enumerate(self.columns))
             )
 
     def action_confirm(self) -> None:
@@ -142,11 +142,11 @@ class JudgePicker(ModalScreen[list[JudgeColumn] | None]):
 
 class ArenaScreen(Screen):
     BINDINGS = [
-        Binding("n", "draw", "New item"),
+        Binding("n", "draw", "Draw"),
         Binding("r", "reveal", "Reveal"),
         Binding("j", "judge", "Judge"),
         Binding("c", "choose_judges", "Judges"),
-        Binding("a", "toggle_auto", "Auto-judge"),
+        Binding("a", "toggle_auto", "Auto"),
         Binding("escape", "app.pop_screen", "Back"),
     ]
     DEFAULT_CSS = """
@@ -192,7 +192,7 @@ class ArenaScreen(Screen):
             yield Static(id="item-body")
         yield HorizontalScroll(id="cards")
         yield Static(id="reference")
-        yield Footer()
+        yield Footer(compact=True)  # every key fits in 80 columns
 
     async def on_mount(self) -> None:
         self.sub_title = "Arena"
@@ -218,7 +218,7 @@ class ArenaScreen(Screen):
         await controls.query(".filter").remove()
         for name, options in task.filters(services(self)).items():
             await controls.mount(
-                Select([(option, option) for option in options], prompt=f"any {name}",
+                Select([(Text(option), option) for option in options], prompt=f"any {name}",
                        id=f"filter-{name}", classes="filter", compact=True)
             )
         variants = task.variants()

@@ -142,10 +142,10 @@ def component_detail(shown: ShownDocument, index: int) -> Text:
 class ComponentsScreen(Screen):
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back"),
-        Binding("n", "step(1)", "Next component"),
-        Binding("p", "step(-1)", "Previous"),
+        Binding("n", "step(1)", "Next"),
+        Binding("p", "step(-1)", "Prev"),
         Binding("m", "cycle_method", "Method"),
-        Binding("t", "type_text", "Type text"),
+        Binding("t", "type_text", "Type"),
         Binding("r", "reload", "Reload"),
     ]
     DEFAULT_CSS = """
@@ -177,7 +177,7 @@ class ComponentsScreen(Screen):
             with VerticalScroll(id="detail-scroll"):
                 yield Static(id="detail")
         yield Input(id="text")
-        yield Footer()
+        yield Footer(compact=True)  # every key fits in 80 columns
 
     def on_mount(self) -> None:
         self._update_subtitle()

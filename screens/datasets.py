@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rich.markup import escape
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -90,7 +91,7 @@ class DatasetsScreen(Screen):
         for source in sorted({*BUNDLED_DATASETS, *counts}):
             dataset, license_name = BUNDLED_DATASETS.get(source, ("imported", "see its source"))
             indexed = f"{counts[source]:,}" if source in counts else "not indexed"
-            table.add_row(source, indexed, dataset, license_name)
+            table.add_row(escape(source), indexed, escape(dataset), escape(license_name))  # imported names: never markup
 
     def _show_error(self, settings: RetrievalSettings, message: str) -> None:
         summary = Text.assemble(("Active backend: ", "bold"), settings.backend, "\n", (message, "bold red"))
@@ -115,7 +116,7 @@ class DatasetsScreen(Screen):
                 index.build_bundled, lambda progress: bar.update(total=progress.total, progress=progress.done)
             )
         except ArgtuiError as exc:
-            self.notify(str(exc), title="Index not rebuilt", severity="error")
+            self.notify(str(exc), title="Index not rebuilt", severity="error", markup=False)
         else:
             self.notify(f"Rebuilt in {seconds:.1f} s", title="Argument index")
         finally:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Markdown
 
@@ -48,11 +49,13 @@ class HelpScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield Markdown(HELP_TEXT, id="help")
+        with VerticalScroll(id="help-scroll"):  # focused, so the arrow keys and PgUp/PgDn scroll the text
+            yield Markdown(HELP_TEXT, id="help")
         yield Footer()
 
     def on_mount(self) -> None:
         self.sub_title = "Help"
+        self.query_one("#help-scroll").focus()
 
 
 MODE = Mode(

@@ -179,14 +179,14 @@ class LeaderboardScreen(Screen):
             self.judge = judges[0] if judges else None
         judge_select = self.query_one("#judge", Select)
         with self.prevent(Select.Changed):
-            judge_select.set_options([(name, name) for name in judges])
+            judge_select.set_options([(Text(name), name) for name in judges])
             if self.judge:
                 judge_select.value = self.judge
             topic_select = self.query_one("#topic", Select)
             if not self._topics_listed:  # once: the topics do not change
                 self._topics_listed = True
                 topic_select.set_options(
-                    [(f"{t.id} {t.short_query}", str(t.id)) for t in sorted(corpus.topics.values(), key=lambda t: t.id)]
+                    [(Text(f"{t.id} {t.short_query}"), str(t.id)) for t in sorted(corpus.topics.values(), key=lambda t: t.id)]
                 )
                 if self.topic is not None:
                     topic_select.value = str(self.topic)
@@ -253,7 +253,7 @@ class LeaderboardScreen(Screen):
             for ranked in (experts, judged):
                 if position < len(ranked):
                     arg_id, score = ranked[position]
-                    cells += [" " + self._label(board, arg_id), Text(f"{score:+.2f}".rjust(NUMBER_WIDTH))]
+                    cells += [Text(" " + self._label(board, arg_id)), Text(f"{score:+.2f}".rjust(NUMBER_WIDTH))]
                 else:
                     cells += ["", ""]
             table.add_row(*cells)
