@@ -3,14 +3,16 @@
 Starts llama-server with the embedded model as argtui does, builds the embedded argument
 index in a temporary folder, then plays the same three-message script at each level
 (a fresh debate per level, in one run, so the machine is the same for all). Each
-exchange is what the Debate screen does: the message is labelled (argument components)
-while the bot answers, and the reply's four Grice questions are judged at once when it is
-stored. Level 2 also runs in the order of one thing at a time (one request in flight:
-bot steps, then judging, then labelling) to show what the concurrent order saves.
+exchange is what the Debate screen does ("concurrent"): the reply's four Grice questions
+are judged at once when it is stored, and the message is labelled (argument components)
+alongside; on this model the labelling waits for the reply (`labels_during_reply`), on
+a GPU server it runs while the bot answers. Level 2 also runs one request at a time
+("sequential": bot steps, then judging, then labelling) to show what concurrency saves.
 
 Per row, as medians over the messages: Enter -> first reply text, Enter -> reply
 complete, Enter -> everything shown (reply, judgments, labels), with the model requests,
-the drafts the reply checks rejected and the fallbacks.
+the tokens the bot generated (sampled answers differ in length from row to row, and a
+longer one takes longer in any order), the drafts the reply checks rejected and the fallbacks.
 
     .venv/bin/python benchmarks/bench_debate_levels.py [--levels 0 1 2] [--no-sequential]
 
@@ -128,6 +130,11 @@ async def main(levels: list[int], sequential: bool) -> dict:
                 "everything_shown_median_s": median([t["everything_shown_s"] for t in turns]),
                 "everything_shown_max_s": max(t["everything_shown_s"] for t in turns),
                 "requests_per_turn": median([t["requests"] for t in turns]),
+                # what the bot wrote: turns that write more take longer whatever the order
+                "bot_tokens_generated_median": median([
+                    sum(x["generated"] for x in t["timings"] if x["step"] not in ("grice", "components"))
+                    for t in turns
+                ]),
                 "drafts_rejected": sum(len(t["rejected"]) for t in turns),
                 "fallbacks": sum(bool(t["fallback"]) for t in turns),
                 "failures": sum(t["failure"] is not None for t in turns),
@@ -151,12 +158,13 @@ def seconds(value: float | None) -> str:
 
 def print_table(results: dict) -> None:
     print(f"{'level':<24} {'first text':>10} {'reply':>9} {'everything':>10} {'max':>8} {'requests':>8} "
-          f"{'rejected':>8} {'fallbacks':>9} {'failed':>6}")
+          f"{'bot tokens':>10} {'rejected':>8} {'fallbacks':>9} {'failed':>6}")
     for row in results["rows"].values():
         label = f"{row['level']} {row['name']} ({row['order']})"
         print(f"{label:<24} {seconds(row['first_reply_text_median_s']):>10} "
               f"{seconds(row['reply_complete_median_s']):>9} {seconds(row['everything_shown_median_s']):>10} "
               f"{seconds(row['everything_shown_max_s']):>8} {row['requests_per_turn']!s:>8} "
+              f"{row['bot_tokens_generated_median']!s:>10} "
               f"{row['drafts_rejected']:>8} {row['fallbacks']:>4} of 3 {row['failures']:>6}")
     for key, row in results["rows"].items():
         slowest: dict[str, float] = {}

@@ -159,6 +159,7 @@ class MessageView(Static, can_focus=True):
         self.worker: Worker | None = None  # the running work
         self.message: MessageView | None = None
         self.reply: MessageView | None = None
+        self.labels_after_reply = False  # a student message: its labelling waits for the reply
 
     def begin(self, limit_s: float | None = None) -> None:
         """The work on this turn (re)starts: what an earlier run showed is cleared."""
@@ -228,6 +229,8 @@ class MessageView(Static, can_focus=True):
         return Group(*parts)
 
     def _labelling_line(self) -> Text | None:
+        if self.state == "running" and self.labels_after_reply and self.reply is not None and self.reply.state == "running":
+            return Text("components follow the reply", style="dim")
         if self.state == "running":
             return Text(f"{spinner(self.started)} labelling components · {self._clock()}", style="dim")
         if self.state == "failed":
@@ -486,6 +489,7 @@ class DebateScreen(Screen):
         # No deadline: labelling a long message with the embedded model takes minutes, and
         # each request is bounded by the profile's timeout.
         view.begin()
+        view.labels_after_reply = not self.session.label_during_reply
         view.worker = self._label(view)
         self.refresh_bindings()
 

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from engines.debate import prompts
-from engines.debate.levels import LEVELS, default_level, get_level, opponent
+from engines.debate.levels import LEVELS, default_level, get_level, labels_during_reply, opponent
 from engines.debate.pipeline import (
     STEPS,
     DebateSetup,
@@ -392,3 +392,33 @@ async def test_each_step_may_generate_the_longest_answer_its_schema_allows(llama
             answer = json.dumps(longest(schema, schema.get("$defs", {})), indent=2)
             tokens = (await http.post(f"{server}/tokenize", json={"content": answer})).json()["tokens"]
             assert len(tokens) <= max_tokens_for(model), model.__name__
+
+
+@pytest.mark.parametrize("during", [True, False])
+async def test_a_message_is_labelled_during_the_reply_only_where_the_backend_affords_it(db, retriever, fake_server,
+                                                                                         during):
+    reply = "Bullies pick on other things than clothes, so uniforms change little."
+
+    def answer(body: dict) -> Reply:
+        if body.get("stream"):
+            return replace(streamed(reply), delay_s=0.5)
+        return chat_reply("no")  # the stance check, and every labelling question
+
+    fake_server.answer = answer
+    client = fake_client(fake_server)
+    repository = DebateRepository(db)
+    session = DebateSession(repository, repository.create(CLAIM, "con", level=1), client, retriever,
+                            component_method="vanilla", grice_strategy="ZSL", label_during_reply=during)
+    result = await session.exchange(MESSAGE)
+    assert result.bot is not None and result.user_turn.content == MESSAGE
+    stance_start = prompts.STANCE_CHECK.split("{")[0]
+    kinds = ["reply" if body.get("stream") else
+             "stance" if body["messages"][0]["content"].startswith(stance_start) else "label"
+             for body in fake_server.bodies]
+    assert "label" in kinds and (kinds.index("label") < kinds.index("stance")) == during, kinds
+    await client.aclose()
+
+
+def test_the_embedded_model_labels_after_the_reply_a_gpu_server_during_it():
+    assert not labels_during_reply(BackendProfile(name="embedded", kind="llamacpp", embedded=True))
+    assert labels_during_reply(BackendProfile(name="gpu", kind="vllm", model="meta-llama/Llama-3.1-8B-Instruct"))

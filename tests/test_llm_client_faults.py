@@ -3,6 +3,8 @@ and how it finds out which kind of server it talks to."""
 
 from __future__ import annotations
 
+from contextlib import aclosing
+
 import asyncio
 import json
 import time
@@ -152,6 +154,26 @@ async def test_stream_dropped_mid_reply_fails_without_repeating_text(fake_server
                 seen.append(event)
     assert seen == [TextDelta("Hel")]
     assert len(fake_server.bodies) == 1 and client.accounting.retries == 0
+
+
+async def test_a_stream_stopped_early_still_counts_the_tokens_it_streamed(fake_server):
+    fake_server.answer = [stream_reply("One", " two", " three", " four")]
+    async with client_for(fake_server) as client:
+        async with aclosing(client.stream(MESSAGES)) as events:
+            async for event in events:
+                if event.text == " two":
+                    break  # as a reply cut at its first blank line
+        usage = client.accounting.usage
+    assert (usage.calls, usage.completion_tokens, usage.prompt_tokens) == (1, 2, 0)
+
+
+async def test_the_prompt_tokens_a_server_reused_from_its_cache_are_counted(fake_server):
+    reply = chat_reply("OK", prompt_tokens=40)
+    reply.json["usage"]["prompt_tokens_details"] = {"cached_tokens": 32}
+    fake_server.answer = [reply]
+    async with client_for(fake_server) as client:
+        [completion] = await client.samples(MESSAGES, 1)
+    assert (completion.usage.reused_prompt_tokens, completion.usage.computed_prompt_tokens) == (32, 8)
 
 
 async def test_an_answer_that_is_no_event_stream_is_a_backend_error(fake_server):

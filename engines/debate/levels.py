@@ -210,6 +210,14 @@ def default_level(profile: BackendProfile) -> int:
     return EMBEDDED_LEVEL if profile.embedded or profile.model == EMBEDDED_MODEL_NAME else FULL_LEVEL
 
 
+def labels_during_reply(profile: BackendProfile) -> bool:
+    """Whether a student's message is labelled while the bot answers it. The embedded model
+    shares two CPU cores with everything: labelling alongside made each of the bot's steps
+    several times slower (benchmarks/bench_debate_levels.py), so there the reply goes first
+    and the labels follow with the Grice judging. A GPU server batches them at little cost."""
+    return not (profile.embedded or profile.model == EMBEDDED_MODEL_NAME)
+
+
 def opponent(number: int, client: LLMClient, retriever: Retriever, **options) -> Opponent:
     """The bot of that level; `options` go to `Opponent` (seed, attempts, step_timeouts…)."""
     return get_level(number).bot(client, retriever, **options)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Awaitable, Callable, TypeVar
 
 from engines.components.classifier import label_components
-from engines.debate.levels import opponent
+from engines.debate.levels import labels_during_reply, opponent
 from engines.debate.pipeline import (
     BotTurn,
     DebateSetup,
@@ -77,6 +77,7 @@ class DebateSession:
         grice_strategy: str = DEFAULT_GRICE_STRATEGY,
         component_method: str = DEFAULT_COMPONENT_METHOD,
         seed: int = 0,
+        label_during_reply: bool | None = None,
     ):
         self.repository = repository
         self.records = DebateRecords(repository)
@@ -84,6 +85,10 @@ class DebateSession:
         self.client = client
         self.pipeline = opponent(debate.level, client, retriever, seed=seed)  # the bot of the debate's level
         self._new_samples: set[int] = set()  # failed turns about to run again
+        # None: as the backend can afford (`labels_during_reply`)
+        self.label_during_reply = labels_during_reply(client.profile) if label_during_reply is None else label_during_reply
+        self._reply_pending = asyncio.Event()  # clear from a student's message (or a reply started) until the turn ends
+        self._reply_pending.set()
         self.reasons = ReasonCache(reason_store)
         self.grice_strategy = grice_strategy
         self.component_method = component_method
@@ -106,12 +111,14 @@ class DebateSession:
         text = text.strip()
         if not text:
             raise ValueError("an empty message")
+        self._reply_pending.clear()
         return self.records.add_message(self.debate.id, text)
 
     def start_reply(self, again: StoredTurn | None = None) -> StoredTurn:
         """The bot's next turn stored as running, so an interrupted one is never lost; or `again`,
         a failed or cancelled turn, running again in its place. A failed one draws new samples;
         a cancelled one may reuse the answers its steps already had."""
+        self._reply_pending.clear()
         if again is None:
             return self.records.start_reply(self.debate.id)
         if again.state == "failed":
@@ -138,6 +145,8 @@ class DebateSession:
         except asyncio.CancelledError:
             self.records.cancel_reply(turn.id, time.perf_counter() - started)
             raise
+        finally:
+            self._reply_pending.set()
         if outcome is not None:
             stored = self.records.finish_reply(turn.id, outcome)
         else:
@@ -188,9 +197,12 @@ class DebateSession:
         self, turn: StoredTurn, on_component: Callable[[int, ComponentRecord], None] | None = None
     ) -> list[ComponentRecord]:
         """Argument components of a stored student message, stored with it. The message's state
-        follows the labelling, so a relaunch knows one that was cancelled or failed."""
+        follows the labelling, so a relaunch knows one that was cancelled or failed. Unless
+        `label_during_reply`, it starts once the bot's turn answering the message has ended."""
         self.records.set_labelling(turn.id, "running")
         try:
+            if not self.label_during_reply:
+                await self._reply_pending.wait()
             results = await label_components(
                 self.client, turn.content, method=self.component_method, seed=self.seed,
                 on_component=(lambda index, result: on_component(index, ComponentRecord.of(result)))
@@ -210,8 +222,9 @@ class DebateSession:
     async def exchange(
         self, text: str, on_event: Callable[[PipelineEvent], None] = lambda event: None, *, concurrent: bool = True
     ) -> ExchangeResult:
-        """A whole exchange: the message is labelled while the bot answers; then the reply is
-        judged. Not `concurrent`: one after the other (bot, judging, labelling), to compare."""
+        """A whole exchange: the message is labelled (while the bot answers where the backend can
+        afford it) and the reply judged when it is stored. Not `concurrent`: one after the
+        other (bot, judging, labelling), to compare."""
         sent = time.perf_counter()
         timings: list[StepTiming] = []
         step_started: dict[str, float] = {}

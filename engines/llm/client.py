@@ -404,12 +404,23 @@ class LLMClient:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
         completion = None
-        # aclosing: a consumer that stops early frees the connection now, not when collected.
-        async with aclosing(self._stream_request(body)) as events:
-            async for event in events:
-                if isinstance(event, Completion):
-                    completion = event
-                yield event
+        deltas = 0
+        started = time.perf_counter()
+        try:
+            # aclosing: a consumer that stops early frees the connection now, not when collected.
+            async with aclosing(self._stream_request(body)) as events:
+                async for event in events:
+                    if isinstance(event, Completion):
+                        completion = event
+                    else:
+                        deltas += 1
+                    yield event
+        finally:
+            if completion is None and deltas:
+                # Stopped before the server's usage came: each streamed delta is one token on
+                # vLLM and llama-server; the prompt's count is unknown.
+                self.accounting.record(Usage(completion_tokens=deltas, latency_s=time.perf_counter() - started,
+                                             calls=1))
         if completion is not None:
             self.accounting.record(completion.usage)
             if self.cache:
