@@ -2,7 +2,7 @@
 nothing confirmed, and a rater, an import and a batch eval write at once without a lost write.
 
 Every test runs on SQLite and on PostgreSQL (the `db_url` fixture), except those about SQLite's lock.
-`ARGTUI_SOAK_S` sets how long the three writers run together (default 12 s per backend).
+`ARGTUI_SOAK_S` sets how long the three writers run together (default 12 s per backend; `.ci/run` sets 60).
 """
 
 from __future__ import annotations

@@ -78,10 +78,13 @@ class EmbeddedSettings:
     threads: int | None = None
 
 
-def embedded_server(log_path: Path, settings: EmbeddedSettings = EmbeddedSettings()) -> ManagedServer:
-    """A not yet started llama-server for the embedded model (raises EmbeddedUnavailable)."""
+def embedded_server(
+    log_path: Path, settings: EmbeddedSettings = EmbeddedSettings(), port: int | None = None
+) -> ManagedServer:
+    """A not yet started llama-server for the embedded model (raises EmbeddedUnavailable), on
+    `port` or a free one."""
     binary, model = find_llama_server(), find_model()
-    port = free_loopback_port()
+    port = port or free_loopback_port()
     command = [
         str(binary),
         "--model", str(model),
