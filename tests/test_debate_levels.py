@@ -12,7 +12,9 @@ import httpx
 import pytest
 
 from engines.debate import prompts
-from engines.debate.levels import LEVELS, default_level, get_level, labels_during_reply, opponent
+from engines.debate.levels import (
+    LEVELS, counter_arguments, default_level, get_level, labels_during_reply, opponent,
+)
 from engines.debate.pipeline import (
     STEPS,
     DebateSetup,
@@ -422,3 +424,15 @@ async def test_a_message_is_labelled_during_the_reply_only_where_the_backend_aff
 def test_the_embedded_model_labels_after_the_reply_a_gpu_server_during_it():
     assert not labels_during_reply(BackendProfile(name="embedded", kind="llamacpp", embedded=True))
     assert labels_during_reply(BackendProfile(name="gpu", kind="vllm", model="meta-llama/Llama-3.1-8B-Instruct"))
+
+
+@pytest.mark.parametrize("side, message, bot_relation", [
+    ("pro", "Uniforms reduce bullying because nobody is mocked for cheap clothes.", "supports"),
+    ("con", "Uniforms take away students' freedom to express themselves.", "attacks"),
+])
+async def test_a_claim_the_base_words_the_other_way_still_gets_the_bot_s_side(retriever, side, message, bot_relation):
+    """'Uniforms should be mandatory' is the negation of the base's topic: the student's side of
+    that topic is read off the arguments nearest the message, and the bot takes the other."""
+    hits = await counter_arguments(retriever, DebateSetup("School uniforms should be mandatory", side), message)
+    assert len(hits) == 3
+    assert {(hit.argument.topic, hit.argument.relation) for hit in hits} == {(CLAIM, bot_relation)}

@@ -12,6 +12,7 @@ the session stores and the screen shows them alike. A debate keeps its level.
 
 from __future__ import annotations
 
+from collections import Counter
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import AsyncGenerator, AsyncIterator, Sequence
@@ -47,6 +48,7 @@ from engines.retrieval.strategies import IDEA, ArgumentGraph, GraphEdge, GraphNo
 from engines.retrieval.types import Hit, Retriever
 
 CANDIDATES = 3  # counter-arguments retrieved: the evidence levels 0 and 1 show
+SIDE_VOTES = 5  # arguments that vote on the topic nearest a claim and on the student's side of it
 QUICK_MAX_TOKENS = 120  # some 90 words: a draft still going there is too long anyway
 QUICK_DIALOGUE_TURNS = 4  # level 1 sees the last turns only, so its prompt stays short and starts fast
 # The embedded model's default (benchmarks/bench_debate_levels.py, two cores): level 0
@@ -61,14 +63,36 @@ FULL_LEVEL = 2  # the five steps: what every debate before levels was
 async def counter_arguments(retriever: Retriever, setup: DebateSetup, message: str, k: int = CANDIDATES) -> list[Hit]:
     """The arguments that best attack the student's message, best first.
 
-    When the argument base holds the debate's claim as a topic: its arguments on the bot's
-    side that match the message (a topic's arguments all name the topic in their relation
-    fields, so matching those fields against the message cannot tell the sides apart).
-    Otherwise, as the organisers' baseline: arguments whose attacked claim matches the message.
+    Arguments on a topic of the argument base, on the other side from the student's, that
+    match the message. The topic is the debate's claim when the base holds it; otherwise
+    the topic nearest the claim, and the student's side of it is the side of the arguments
+    on it nearest the message (a claim such as "uniforms should be mandatory" may be the
+    negation of the base's "we should abandon school uniforms"). With no topic near, as
+    the organisers' baseline: arguments whose attacked claim matches the message.
     """
-    relation = "attacks" if setup.user_side == "pro" else "supports"
-    hits = await retriever.search(message, topic=setup.claim, relation=relation, k=k)
-    return hits or await retriever.search(message, field="attacks", k=k)
+    topic, student = setup.claim, "supports" if setup.user_side == "pro" else "attacks"
+    if not await retriever.search(message, topic=topic, k=1):
+        topic, student = await _nearest_side(retriever, setup.claim, message)
+    if topic is not None:
+        opposite = "attacks" if student == "supports" else "supports"
+        hits = await retriever.search(message, topic=topic, relation=opposite, k=k)
+        if hits:
+            return hits
+    return await retriever.search(message, field="attacks", k=k)
+
+
+async def _nearest_side(retriever: Retriever, claim: str, message: str) -> tuple[str | None, str | None]:
+    """The base's topic nearest the claim, and the relation to it of the arguments nearest the
+    message: a vote of the best-ranked of each, ties to the better ranked."""
+    topics = Counter(hit.argument.topic for hit in await retriever.search(claim, k=SIDE_VOTES) if hit.argument.topic)
+    if not topics:
+        return None, None
+    topic = topics.most_common(1)[0][0]
+    relations = Counter(
+        hit.argument.relation for hit in await retriever.search(message, topic=topic, k=SIDE_VOTES)
+        if hit.argument.relation in ("supports", "attacks")
+    )
+    return (topic, relations.most_common(1)[0][0]) if relations else (None, None)
 
 
 def _best(items: list[EvidenceItem], history: Sequence[DialogueTurn]) -> EvidenceItem:
