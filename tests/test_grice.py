@@ -10,6 +10,7 @@ import json
 import random
 import shutil
 import sqlite3
+from dataclasses import astuple
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,7 @@ from engines.grice import (
     methods_for,
     parse_method,
     pool_from_rad,
+    prompt_pool,
 )
 from engines.grice.evaluation import grice_report, official_turn, write_official_run
 from engines.grice.prompts import (
@@ -120,8 +122,9 @@ def test_analyzer_prompts_use_k_examples_per_answer_and_the_stage1_reasons():
     assert "Now I will give you some reason to answer with yes or no." in prompt
     assert "- Respond with yes if every claim is in an argument.\n" in prompt
     assert "- Respond with no if the reply adds facts.\n" in prompt
-    assert prompt.endswith(f"Please respond only with yes or no to the question about Quality( {QUESTIONS['quality'].question} )")
-    assert "{answer_model_step1_yes}" in ANALYZER_TEMPLATE
+    assert "Now is your turn. Below you have the information of the debate:\n<conversation>" in prompt
+    assert prompt.endswith(f"Please respond only with ( {QUESTIONS['quality'].question} ) yes or no")
+    assert "{answer_model_step1[yes]}" in ANALYZER_TEMPLATE
     with pytest.raises(ValueError):
         judge_messages("quality", parse_method("Analyzer3"), CONTEXT, pool)
 
@@ -200,20 +203,26 @@ SCORES = {
 def test_scores_against_hand_computed_values_with_nulls_and_invalid():
     report = grice_report(GOLD, SCORES)
     quantity = report.metrics["quantity"]
-    assert (quantity.precision, quantity.recall) == pytest.approx((1 / 2, 1 / 3))
-    assert quantity.f1 == pytest.approx(0.4)
+    assert astuple(quantity.positive_class) == pytest.approx((1 / 2, 1 / 3, 0.4))
     assert (quantity.positives, quantity.labelled, quantity.unlabelled, quantity.invalid) == (3, 5, 1, 1)
+    # Two classes, the invalid score a "no": yes P 1/2 R 1/3 F1 0.4; no P 1/3 (1 of 3) R 1/2 F1 0.4.
+    assert astuple(quantity.two_class_macro) == pytest.approx((5 / 12, 5 / 12, 0.4))
     quality = report.metrics["quality"]
-    assert (quality.precision, quality.recall, quality.f1) == pytest.approx((0.5, 0.5, 0.5))
+    assert astuple(quality.positive_class) == pytest.approx((0.5, 0.5, 0.5))
+    assert astuple(quality.two_class_macro) == pytest.approx((0.5, 0.5, 0.5))  # no: P 1/2 R 1/2
     assert (quality.labelled, quality.unlabelled, quality.invalid) == (4, 2, 0)
     relation = report.metrics["relation"]
-    assert (relation.precision, relation.recall, relation.f1) == pytest.approx((1.0, 1.0, 1.0))
+    assert astuple(relation.positive_class) == astuple(relation.two_class_macro) == pytest.approx((1.0, 1.0, 1.0))
     manner = report.metrics["manner"]
-    assert (manner.precision, manner.recall, manner.f1, manner.labelled) == (0.0, 0.0, 0.0, 0)
-    assert report.macro_precision == pytest.approx((0.5 + 0.5 + 1.0 + 0.0) / 4)
-    assert report.macro_recall == pytest.approx((1 / 3 + 0.5 + 1.0 + 0.0) / 4)
-    assert report.macro_f1 == pytest.approx((0.4 + 0.5 + 1.0 + 0.0) / 4)
-    assert report.as_dict()["macro"]["f1"] == pytest.approx(0.475)
+    assert (*astuple(manner.positive_class), manner.labelled) == (0.0, 0.0, 0.0, 0)
+    assert astuple(report.mean_positive_class) == pytest.approx(
+        ((0.5 + 0.5 + 1.0 + 0.0) / 4, (1 / 3 + 0.5 + 1.0 + 0.0) / 4, (0.4 + 0.5 + 1.0 + 0.0) / 4)
+    )
+    assert report.mean_two_class_macro.f1 == pytest.approx((0.4 + 0.5 + 1.0 + 0.0) / 4)
+    assert report.mean_two_class_macro.precision == pytest.approx((5 / 12 + 0.5 + 1.0 + 0.0) / 4)
+    data = report.as_dict()
+    assert data["mean"]["positive_class"]["f1"] == pytest.approx(0.475)
+    assert data["metrics"]["quantity"]["two_class_macro"]["recall"] == pytest.approx(5 / 12)
 
 
 # The types the official Sub-Task 2 evaluator validates a run file with (a score is a required number).
@@ -283,7 +292,7 @@ V1_ROWS = [  # metric, method, answer, p_yes, rationale, raw, error, calls, seco
 def _v1_run(conn: sqlite3.Connection, rationale: bool) -> None:
     config = {
         "debates": "/data/d.jsonl", "limit": None, "strategy": "BEST", "judge": "gpu", "model": "org/m-7b",
-        "methods": {}, "pool": "builtin", "pool_digest": builtin_pool().digest, "votes": 3, "rationale": rationale,
+        "methods": {}, "pool": "builtin", "pool_digest": prompt_pool().digest, "votes": 3, "rationale": rationale,
     }
     conn.execute(
         "INSERT INTO batch_run (id, kind, name, state, total, done, invalid, config_json, created_at, updated_at,"
@@ -312,7 +321,7 @@ async def test_copy_v1_carries_a_turn_into_one_verdict_under_the_name_the_task_g
     options = default_options(TASK, votes=3, no_rationale=True)
     async with LLMClient(BackendProfile(name="gpu", model="org/m-7b", base_urls=["http://127.0.0.1:9/v1"])) as client:
         judge = await judge_id(TASK, client, "BEST", options)
-    assert judge.variant == f"BEST pool=builtin:{builtin_pool().digest[:8]}"
+    assert judge.variant == f"BEST pool=builtin:{prompt_pool().digest[:8]}"
     store = JudgmentStore(db, "grice")
     assert [stored.judge for stored in store.judges()] == [judge]
     [(key, verdict)] = store.load(judge).items()
@@ -429,8 +438,8 @@ def test_report_scores_turns_and_writes_the_run_file_of_the_run(tmp_path):
         report = TASK.report(runtime, judge, items, verdicts, options, run.id)
     finally:
         runtime.db.close()
-    [table] = report.tables
-    rows = {row[0]: row[1:] for row in table.rows}
+    positive, macro = report.tables
+    rows = {row[0]: row[2:] for row in positive.rows if row[1] == "ZSL"}
     # quantity: TP 2 (turns 1, 4), FP 1 (turn 2), FN 1 (turn 3)
     assert rows["quantity"] == pytest.approx((2 / 3, 2 / 3, 2 / 3, 4, 0, 0))
     # quality: gold 0, 1 (invalid: a missed positive), 0; no yes predicted
@@ -438,7 +447,14 @@ def test_report_scores_turns_and_writes_the_run_file_of_the_run(tmp_path):
     # relation: gold null, null (missing), 1, 0: TP 1, FP 1
     assert rows["relation"] == pytest.approx((0.5, 1.0, 2 / 3, 2, 2, 0))
     assert rows["manner"] == pytest.approx((1.0, 1.0, 1.0, 3, 1, 0))  # 0.5 is a yes
-    assert rows["macro"][:3] == pytest.approx(((2 / 3 + 0.5 + 1) / 4, (2 / 3 + 1 + 1) / 4, (2 / 3 + 2 / 3 + 1) / 4))
+    assert rows["mean"][:3] == pytest.approx(((2 / 3 + 0.5 + 1) / 4, (2 / 3 + 1 + 1) / 4, (2 / 3 + 2 / 3 + 1) / 4))
+    macro_rows = {row[0]: row[2:] for row in macro.rows if row[1] == "ZSL"}
+    # quantity, two classes: yes P 2/3 R 2/3; no (1 gold, predicted once, wrongly) P 0 R 0
+    assert macro_rows["quantity"] == pytest.approx((1 / 3, 1 / 3, 1 / 3))
+    # quality: yes never predicted (P R F1 0); no: all 3 predicted no, 2 right: P 2/3 R 1 F1 0.8
+    assert macro_rows["quality"] == pytest.approx((1 / 3, 0.5, 0.4))
+    assert [row[1] for row in positive.rows[:3]] == ["ZSL", "always yes", "random (seed 0)"]
+    assert [row[0] for row in macro.rows[::3]] == [*METRICS, "mean"]
     assert verdicts["deb-0/1"].invalid_reason == "quality: the judge answered neither yes nor no"
     assert report.data["invalid_metrics"] == {"quantity": 0, "quality": 1, "relation": 0, "manner": 0}
     assert report.data["per_turn"] == {"calls": 4.0, "prompt_tokens": 400.0, "completion_tokens": 7.5,

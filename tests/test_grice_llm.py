@@ -12,7 +12,7 @@ import pytest
 from argtui.cli import main
 from argtui.config import load_config
 from argtui.runtime import Runtime
-from engines.grice import METRICS, ReasonCache, builtin_pool, judge_metric, judge_turn, parse_method
+from engines.grice import METRICS, ReasonCache, builtin_pool, judge_metric, judge_turn, parse_method, prompt_pool
 from engines.judging.task import default_options
 from engines.judging.verdict import JudgeId
 from engines.llm.client import LLMClient
@@ -101,7 +101,7 @@ def test_eval_grice_end_to_end_then_a_rerun_asks_the_model_nothing(patient_profi
 
     assert main(argv + ["--output", str(output), "--json"]) == 0
     [result] = json.loads(capsys.readouterr().out)["results"]
-    variant = f"ZSL pool=builtin:{builtin_pool().digest[:8]}"
+    variant = f"ZSL pool=builtin:{prompt_pool().digest[:8]}"
     assert result["judge"] == JudgeId.of(
         patient_profile.name, patient_profile.model, variant, {"no_rationale": True}
     ).name
@@ -118,14 +118,19 @@ def test_eval_grice_end_to_end_then_a_rerun_asks_the_model_nothing(patient_profi
     assert scores["quantity"]["positives"] == 3 and scores["manner"]["labelled"] == 3
     gold_yes = [0, 2, 3]  # the turns labelled yes for quantity
     said_yes = sum(turns[t]["Quantity"]["score"] >= 0.5 for t in gold_yes)
-    assert scores["quantity"]["recall"] == pytest.approx(said_yes / 3)
+    assert scores["quantity"]["positive_class"]["recall"] == pytest.approx(said_yes / 3)
+    always_yes = result["reference_scores"]["always yes"]["metrics"]
+    assert always_yes["quantity"]["positive_class"] == pytest.approx({"precision": 3 / 4, "recall": 1.0, "f1": 6 / 7})
+    assert result["reference_scores"]["random"]["seed"] == 0
 
     # The backend is gone: every turn is stored, so nothing is asked and the same run file is written.
     dead = patient_profile.model_copy(update={"base_urls": [f"http://127.0.0.1:{free_loopback_port()}/v1"]})
     config.add_backend(dead, make_default=True)
     assert main(argv) == 0
     printed = capsys.readouterr().out
-    assert "Positive class (yes), threshold 0.5; null labels left out" in printed and "macro" in printed
+    assert "Positive class (yes), as the official evaluator" in printed
+    assert "Two-class macro (mean of yes and no), as the paper reports" in printed
+    assert "always yes" in printed and "random (seed 0)" in printed and "mean" in printed
     assert "0 judged now, 4 resumed" in printed and "0 LLM answers" in printed
     default = load_config().paths.data_dir / "runs" / f"eval-grice-{result['run_id']}" / "run.jsonl"
     assert f"run file (official sub-task 2 shape): {default}" in printed

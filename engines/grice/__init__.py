@@ -21,7 +21,15 @@ from engines.grice.judge import (
     methods_for,
     parse_method,
 )
-from engines.grice.pool import ExamplePool, GriceExample, PoolTooSmall, builtin_pool, context_of_turn, pool_from_rad
+from engines.grice.pool import (
+    ExamplePool,
+    GriceExample,
+    PoolTooSmall,
+    builtin_pool,
+    context_of_turn,
+    pool_from_rad,
+    prompt_pool,
+)
 from engines.grice.questions import METRICS, QUESTIONS, GriceQuestion
 from engines.grice.reasons import ReasonCache, ReasonStore
 from engines.grice.types import GriceContext, GriceJudgment, MetricJudgment
@@ -31,5 +39,5 @@ __all__ = [
     "ExamplePool", "GriceContext", "GriceExample", "GriceJudgment", "GriceQuestion", "Method",
     "MetricJudgment", "PoolTooSmall", "ReasonCache", "ReasonStore", "UnknownStrategy",
     "builtin_pool", "check_pool", "context_of_turn", "judge_messages", "judge_metric", "judge_turn", "methods_for", "parse_method",
-    "pool_from_rad",
+    "pool_from_rad", "prompt_pool",
 ]

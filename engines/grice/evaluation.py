@@ -9,21 +9,26 @@ only be a missed positive), and the run's summary reports how many there were.
 Lines also carry the debate `id` and each score an `explanation` (the
 rationale); the evaluator ignores fields it does not know.
 
-Scores: precision, recall and F1 of the positive class per metric, a score of
-0.5 or more meaning yes; turns whose label is null are left out (as the
-official evaluator does); macro averages are plain means over the four metrics.
+Scores per metric, a score of 0.5 or more meaning yes and turns whose label
+is null left out (as the official evaluator does): precision, recall and F1
+of the positive class (what the official evaluator reports), and the
+two-class macro precision, recall and F1 (the mean over the yes and the no
+class: what the paper reports); then plain means of both over the four
+metrics. Reference judges scored on the same turns: always yes (the
+organisers' baseline) and a seeded random judge.
 """
 
 from __future__ import annotations
 
 import json
+import random
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
 from engines.grice.questions import METRICS, QUESTIONS
 from engines.grice.types import YES_THRESHOLD
-from engines.metrics.classification import positive_class_scores
+from engines.metrics.classification import classification_report, positive_class_scores
 from engines.output import write_text_file
 
 INVALID_SCORE = 0.0
@@ -52,10 +57,21 @@ def write_official_run(path: Path, debates: Iterable[tuple[str, list[dict]]]) ->
 
 
 @dataclass(frozen=True)
-class MetricScores:
+class PRF:
     precision: float
     recall: float
     f1: float
+
+    @classmethod
+    def mean(cls, values: Sequence["PRF"]) -> "PRF":
+        count = len(values)
+        return cls(*(sum(getattr(v, name) for v in values) / count for name in ("precision", "recall", "f1")))
+
+
+@dataclass(frozen=True)
+class MetricScores:
+    positive_class: PRF  # the yes class, as the official evaluator scores a run
+    two_class_macro: PRF  # the mean of the yes and the no class, as the paper reports
     positives: int  # labelled yes
     labelled: int  # turns with a 0/1 label
     unlabelled: int  # null labels, left out
@@ -65,16 +81,27 @@ class MetricScores:
 @dataclass(frozen=True)
 class GriceReport:
     metrics: dict[str, MetricScores]
-    macro_precision: float
-    macro_recall: float
-    macro_f1: float
+    mean_positive_class: PRF  # plain means over the four metrics
+    mean_two_class_macro: PRF
 
     def as_dict(self) -> dict:
         return {
             "threshold": YES_THRESHOLD,
             "metrics": {metric: asdict(scores) for metric, scores in self.metrics.items()},
-            "macro": {"precision": self.macro_precision, "recall": self.macro_recall, "f1": self.macro_f1},
+            "mean": {"positive_class": asdict(self.mean_positive_class),
+                     "two_class_macro": asdict(self.mean_two_class_macro)},
         }
+
+
+def _two_class_macro(labels: Sequence[int | None], scores: Sequence[float | None]) -> PRF:
+    # An invalid score is a "no", as in the run file.
+    predicted = [1 if s is not None and s >= YES_THRESHOLD else 0 for s in scores]
+    report = classification_report(labels, predicted, (1, 0))
+    return PRF(
+        sum(c.precision for c in report.per_class.values()) / 2,
+        sum(c.recall for c in report.per_class.values()) / 2,
+        report.macro_f1,
+    )
 
 
 def grice_report(
@@ -86,20 +113,29 @@ def grice_report(
         labels, predicted = list(gold[metric]), list(scores[metric])
         if len(labels) != len(predicted):
             raise ValueError(f"{metric}: {len(labels)} labels but {len(predicted)} scores")
-        result = positive_class_scores(labels, predicted, YES_THRESHOLD)
+        positive = positive_class_scores(labels, predicted, YES_THRESHOLD)
         per_metric[metric] = MetricScores(
-            precision=result.precision,
-            recall=result.recall,
-            f1=result.f1,
-            positives=result.support,
+            positive_class=PRF(positive.precision, positive.recall, positive.f1),
+            two_class_macro=_two_class_macro(labels, predicted),
+            positives=positive.support,
             labelled=sum(label is not None for label in labels),
             unlabelled=sum(label is None for label in labels),
             invalid=sum(label is not None and s is None for label, s in zip(labels, predicted)),
         )
-    count = len(per_metric)
     return GriceReport(
         per_metric,
-        macro_precision=sum(s.precision for s in per_metric.values()) / count,
-        macro_recall=sum(s.recall for s in per_metric.values()) / count,
-        macro_f1=sum(s.f1 for s in per_metric.values()) / count,
+        PRF.mean([s.positive_class for s in per_metric.values()]),
+        PRF.mean([s.two_class_macro for s in per_metric.values()]),
     )
+
+
+def always_yes_scores(turns: int) -> dict[str, list[float]]:
+    """The organisers' baseline: a score of 1 on every metric of every turn."""
+    return {metric: [1.0] * turns for metric in METRICS}
+
+
+def random_scores(turns: int, seed: int) -> dict[str, list[float]]:
+    """A random judge: a uniform score per turn and metric, drawn turn by turn with `seed`."""
+    rng = random.Random(seed)
+    drawn = [[rng.random() for _ in METRICS] for _ in range(turns)]
+    return {metric: [row[number] for row in drawn] for number, metric in enumerate(METRICS)}

@@ -5,6 +5,7 @@ from the logprobs of the answer token, or from the share of votes when
 `votes > 1`; the answer is yes when P(yes) >= 0.5, the official threshold),
 then, if the answer is valid, one short call that asks for the rationale in
 the same conversation (so it shares the prompt's prefix).
+Without a pool, the examples are the built-in pool's, drawn with the default seed.
 Analyzer strategies first need their stage-1 reasons, which are derived once
 and cached (`ReasonCache`). The four metrics of a turn run concurrently.
 
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from typing import Callable, Literal, Sequence
 
 from engines.errors import ArgtuiError
-from engines.grice.pool import ExamplePool, builtin_pool
+from engines.grice.pool import ExamplePool, prompt_pool
 from engines.grice.prompts import (
     Message,
     analyzer_messages,
@@ -137,7 +138,7 @@ async def judge_metric(
 ) -> MetricJudgment:
     """One Grice question on one turn."""
     started = time.perf_counter()
-    pool = pool or builtin_pool()
+    pool = pool or prompt_pool()
     usage = Usage()
 
     def finished(**values) -> MetricJudgment:

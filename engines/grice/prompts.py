@@ -2,10 +2,11 @@
 
 The ZSL prompt and the Analyzer stage-2 prompt are the templates of the
 paper's appendix (seed 001, "Prompt ZSL (Subtask 2)" and "Analysis Strategy
-Prompt for Step 2"), word for word, typos included; the stage-2 prompt breaks
-off in the appendix after the reasons, so it ends like the ZSL prompt. The
-paper describes but does not print the few-shot and the Analyzer stage-1
-prompts: few-shot examples are earlier chat turns that each use the ZSL
+Prompt for Step 2"), word for word, typos included, with line breaks around
+the multi-line `{debate_dialogue}`. The appendix's placeholder for the "no"
+reasons is garbled (`{answer_1[]}`); here it is `{answer_model_step1[no]}`,
+the twin of `{answer_model_step1[yes]}`. The paper describes but does not
+print the few-shot and the Analyzer stage-1 prompts: few-shot examples are earlier chat turns that each use the ZSL
 prompt and are answered yes or no; the stage-1 prompt is written here from
 the paper's description.
 
@@ -32,17 +33,16 @@ PROMPT_HEAD = (
     "various rounds of debate. Your task is to evaluate the last answer of the system based on the "
     "{evaluation_metric} metric: {evaluation_question_metric}\n"
 )
-PROMPT_TAIL = (
+ZSL_TEMPLATE = PROMPT_HEAD + (
     "Bellow you have the conversation and the arguments retrieved:\n{debate_dialogue}\n"
     "Please respond only with yes or no to the question about {evaluation_metric}( {evaluation_metric_question} )"
 )
-ZSL_TEMPLATE = PROMPT_HEAD + PROMPT_TAIL
-ANALYZER_TEMPLATE = (
-    PROMPT_HEAD
-    + "Now I will give you some reason to answer with yes or no.\n"
-    "- Respond with yes if {answer_model_step1_yes}.\n"
-    "- Respond with no if {answer_model_step1_no}.\n"
-    + PROMPT_TAIL
+ANALYZER_TEMPLATE = PROMPT_HEAD + (
+    "Now I will give you some reason to answer with yes or no.\n"
+    "- Respond with yes if {answer_model_step1[yes]}.\n"
+    "- Respond with no if {answer_model_step1[no]}.\n"
+    "Now is your turn. Below you have the information of the debate:\n{debate_dialogue}\n"
+    "Please respond only with ( {evaluation_question_metric} ) yes or no"
 )
 ANALYZER_STAGE1_TEMPLATE = (
     "You are an expert in evaluating and analyzing the quality of the answers and arguments used during "
@@ -148,8 +148,7 @@ def _reason_clause(text: str) -> str:
 def analyzer_messages(metric: str, context: GriceContext, reasons_yes: str, reasons_no: str) -> list[Message]:
     prompt = ANALYZER_TEMPLATE.format(
         **_fields(metric),
-        answer_model_step1_yes=_reason_clause(reasons_yes),
-        answer_model_step1_no=_reason_clause(reasons_no),
+        answer_model_step1={"yes": _reason_clause(reasons_yes), "no": _reason_clause(reasons_no)},
         debate_dialogue=render_dialogue(context),
     )
     return [{"role": "user", "content": prompt}]

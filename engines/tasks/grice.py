@@ -3,7 +3,11 @@
 Batch (`argtui eval grice`): an item is one user turn of a RAD debates file (a
 user message and the bot's reply), judged on all four metrics at once. A run
 writes the run file the official sub-task 2 evaluator reads and, with
-`--labels`, scores the positive class per metric.
+`--labels`, scores each metric: the positive class (the official evaluator's
+numbers) and the two-class macro (the paper's), beside two reference judges on
+the same turns, always yes and a random judge seeded with `--seed`. The FSL
+and Analyzer examples are drawn from the pool with `--seed`; turns of the
+draw are not evaluated.
 
 Arena: an item is one metric of one turn, answered yes or no with P(yes) and a
 rationale. Turns come from the built-in demo examples (known answers, never in
@@ -40,8 +44,16 @@ from engines.grice import (
     judge_turn,
     methods_for,
     pool_from_rad,
+    prompt_pool,
 )
-from engines.grice.evaluation import grice_report, official_turn, write_official_run
+from engines.grice.evaluation import (
+    GriceReport,
+    always_yes_scores,
+    grice_report,
+    official_turn,
+    random_scores,
+    write_official_run,
+)
 from engines.judging.evaluate import TaskRun
 from engines.judging.task import Option, ReportTable, TaskContext, TaskItem, TaskReport, canonical_variant
 from engines.judging.verdict import JudgeId, Verdict
@@ -56,6 +68,7 @@ DATASET = "touche-rad"  # [datasets] entry: the RAD folder (or one debates file)
 RAD_TURNS_FILE = "touche25-rad-submissions-annotations.jsonl.gz"
 DEMO_TURNS, RAD_TURNS = "built-in demos", "Touché RAD"
 SHOWN_HISTORY = 4  # messages before the user's last one shown in an item's body
+ALWAYS_YES, RANDOM = "always yes", "random"  # the reference judges of a scored report
 
 
 def _positive_int(text: str) -> int:
@@ -112,18 +125,22 @@ def metric_judgments(verdict: Verdict) -> dict[str, MetricJudgment]:
 
 
 def example_pool(options: Any) -> ExamplePool:
-    """The FSL and Analyzer examples the options name: the built-in pool unless a RAD pool is given."""
+    """The FSL and Analyzer examples the options name, drawn with --seed: from the built-in pool
+    unless a RAD pool is given."""
     if (options.pool_debates is None) != (options.pool_labels is None):
         raise ArgtuiError("--pool-debates and --pool-labels go together")
     if options.pool_debates is None:
-        return builtin_pool()
-    return _rad_pool(options.pool_debates.expanduser().resolve(), options.pool_labels.expanduser().resolve())
+        return prompt_pool(options.seed)
+    return _rad_pool(
+        options.pool_debates.expanduser().resolve(), options.pool_labels.expanduser().resolve(), options.seed
+    )
 
 
 @lru_cache(maxsize=4)
-def _rad_pool(debates_path: Path, labels_path: Path) -> ExamplePool:
+def _rad_pool(debates_path: Path, labels_path: Path, seed: int) -> ExamplePool:
     debates = read_rad_debates(debates_path)
-    return pool_from_rad(debates_path.name, debates, align_labels(debates, read_rad_labels(labels_path), labels_path))
+    pool = pool_from_rad(debates_path.name, debates, align_labels(debates, read_rad_labels(labels_path), labels_path))
+    return pool.drawn(seed)
 
 
 @dataclass(frozen=True)
@@ -167,6 +184,42 @@ def _turn_text(context: GriceContext) -> str:
     lines += ["", f"» Bot reply under judgment: {context.reply}", "", "Retrieved arguments:"]
     lines += [f"  [{n}] {text}" for n, text in enumerate(context.arguments, start=1)] or ["  (none)"]
     return "\n".join(lines)
+
+
+def _example_turns(debates: Path, limit: int | None, examples: frozenset[GriceContext]) -> int:
+    """How many turns of the debates are examples of the pool (and so not evaluated)."""
+    return sum(
+        context_of_turn(turn) in examples for debate in read_rad_debates(debates, limit) for turn in debate.user_turns()
+    )
+
+
+def _score_tables(judges: dict[str, GriceReport]) -> tuple[ReportTable, ReportTable]:
+    """Per metric, the judge's row and the reference rows below it; then the means over the metrics."""
+    def rows(scores: str, counts: bool) -> tuple[tuple, ...]:
+        found = []
+        for metric in (*METRICS, "mean"):
+            for name, report in judges.items():
+                if metric == "mean":
+                    prf = getattr(report, f"mean_{scores}")
+                    extra: tuple = ("", "", "")
+                else:
+                    metric_scores = report.metrics[metric]
+                    prf = getattr(metric_scores, scores)
+                    extra = (metric_scores.labelled, metric_scores.unlabelled, metric_scores.invalid)
+                found.append((metric, name, prf.precision, prf.recall, prf.f1, *(extra if counts else ())))
+        return tuple(found)
+
+    columns = ("metric", "judge", "precision", "recall", "F1")
+    return (
+        ReportTable(
+            "Positive class (yes), as the official evaluator: threshold 0.5, null labels left out, invalid = no",
+            (*columns, "labelled", "null", "invalid"), rows("positive_class", True),
+        ),
+        ReportTable(
+            "Two-class macro (mean of yes and no), as the paper reports: same turns and threshold",
+            columns, rows("two_class_macro", False),
+        ),
+    )
 
 
 def _output_path(path: Path, strategy: str, several: bool) -> Path:
@@ -217,12 +270,16 @@ class GriceTask:
             check_pool(canonical_variant(self, variant), pool)
 
     def items(self, ctx: TaskContext, options: Any) -> list[TaskItem]:
+        """Every user turn of the debates but those drawn as examples."""
         debates = read_rad_debates(options.debates, options.limit)
         gold = align_labels(debates, read_rad_labels(options.labels), options.labels) if options.labels else {}
+        examples = example_pool(options).contexts
         items = []
         for debate in debates:
             for turn in debate.user_turns():
                 context = context_of_turn(turn)
+                if context in examples:
+                    continue
                 items.append(TaskItem(
                     key=f"{turn.debate_id}/{turn.index}",
                     title=f"{turn.debate_id} · turn {turn.index + 1}",
@@ -296,6 +353,7 @@ class GriceTask:
         output = self._run_file(ctx, run_id, strategy, lines, options)
 
         count = len(turns)
+        excluded = _example_turns(options.debates, options.limit, pool.contexts)
         usage = sum((verdicts[item.key].usage for item in items), Usage())
         per_turn = {
             "calls": usage.calls / count,
@@ -311,33 +369,35 @@ class GriceTask:
                 "strategy": strategy,
                 "methods": {metric: method.name for metric, method in methods_for(strategy).items()},
                 "judge": judge.profile, "model": judge.model, "pool": pool.name, "pool_digest": pool.digest,
+                "pool_seed": pool.seed,
                 "votes": options.votes, "rationale": not options.no_rationale,
             },
-            "debates": len(official), "turns": count, "invalid_metrics": invalid, "per_turn": per_turn,
+            "debates": len(official), "turns": count, "example_turns_left_out": excluded,
+            "invalid_metrics": invalid, "per_turn": per_turn,
         }
         notes = [
-            f"{count} turns of {len(official)} debates, strategy {strategy}, pool {pool.name}",
+            f"{count} turns of {len(official)} debates, strategy {strategy}, "
+            f"examples drawn from pool {pool.name} with seed {pool.seed}"
+            + (f"; {excluded} turns drawn as examples left out" if excluded else ""),
             f"per turn: {per_turn['calls']:.1f} LLM calls, {per_turn['prompt_tokens']:.0f} prompt tokens, "
             f"{per_turn['latency_seconds']:.2f} s latency",
         ]
         if any(invalid.values()):
             notes.append("invalid judgments (scored as no): " + ", ".join(f"{m} {n}" for m, n in invalid.items()))
-        tables = ()
+        tables: tuple[ReportTable, ...] = ()
         if options.labels:
-            scores = grice_report(
-                {m: [turn.labels[m] for turn, _ in turns] for m in METRICS},
-                {m: [metrics[m].p_yes for _, metrics in turns] for m in METRICS},
-            )
-            data["scores"] = scores.as_dict()
-            rows = [
-                (metric, s.precision, s.recall, s.f1, s.labelled, s.unlabelled, s.invalid)
-                for metric, s in scores.metrics.items()
-            ]
-            rows.append(("macro", scores.macro_precision, scores.macro_recall, scores.macro_f1, "", "", ""))
-            tables = (ReportTable(
-                "Positive class (yes), threshold 0.5; null labels left out",
-                ("metric", "precision", "recall", "F1", "labelled", "null", "invalid"), tuple(rows),
-            ),)
+            gold = {m: [turn.labels[m] for turn, _ in turns] for m in METRICS}
+            judges = {
+                strategy: grice_report(gold, {m: [metrics[m].p_yes for _, metrics in turns] for m in METRICS}),
+                ALWAYS_YES: grice_report(gold, always_yes_scores(count)),
+                f"{RANDOM} (seed {options.seed})": grice_report(gold, random_scores(count, options.seed)),
+            }
+            data["scores"] = judges[strategy].as_dict()
+            data["reference_scores"] = {
+                ALWAYS_YES: judges[ALWAYS_YES].as_dict(),
+                RANDOM: {"seed": options.seed, **judges[f"{RANDOM} (seed {options.seed})"].as_dict()},
+            }
+            tables = _score_tables(judges)
         if output:
             notes.append(f"run file (official sub-task 2 shape): {output}")
         return GriceTaskReport(
