@@ -227,6 +227,7 @@ def test_the_task_is_registered_with_the_flags_of_the_old_command():
     assert TASK.filters(None) == {"dimension": ("logical", "rhetorical", "dialectical")}
     assert {o.flag for o in TASK.options} == {
         "--dimension", "--topics", "--mode", "--runs", "--temperature", "--run-requests", "--data", "--bootstrap",
+        "--fewshot-rule", "--versus",
     }
     assert TASK.judge_variant("few", options()) == "few/runs3@t1"
     assert TASK.judge_variant("zero", options(mode="logprob")) == "zero/logprob@t0"
@@ -255,7 +256,7 @@ def test_batch_items_carry_the_expert_label_and_draws_the_published_scores(corpu
     assert rhetorical.payload.dimension == "rhetorical"
 
 
-def test_the_report_is_table_1_with_run_variability_and_cost(corpus, db, tmp_path):
+def test_the_report_is_table_1_and_table_4_with_cost(corpus, db, tmp_path):
     ctx = context(db, tmp_path)
     items = TASK.items(ctx, options(limit=20))
     flip = {"A": "B", "B": "A", "Tie": "Tie"}
@@ -268,15 +269,16 @@ def test_the_report_is_table_1_with_run_variability_and_cost(corpus, db, tmp_pat
     judge = JudgeId.of("gpu", "m", "zero/runs3@t1")
     report = TASK.report(ctx, judge, items, verdicts, options(), run_id=1)
     assert report.title == "m@gpu zero/runs3@t1 vs experts"
-    [table] = report.tables
+    table, variability = report.tables
     assert table.columns == ("dimension", "pairs", "invalid", "r", "ρ", "τ", "MAE", "RMSE", "κ", "α", "%")
     [row] = table.rows
     assert row[:3] == ("logical", 20, 0) and row[-1] == "100.00" and row[-3] == "1.000"
     ties = sum(1 for item in items if item.reference == "Tie")
-    assert report.notes[0] == (
-        f"logical: runs: all equal {ties}, two equal {20 - ties}, all different 0 of 20; "
-        f"α across runs {report.evaluation.dimensions[0].variability.alpha:.3f}"
-    )
+    assert variability.columns == ("dimension", "pairs", "all equal %", "2 equal %", "all unequal %", "α")
+    assert variability.rows == ((
+        "logical", 20, f"{ties / 20 * 100:.2f}", f"{(20 - ties) / 20 * 100:.2f}", "0.00",
+        f"{report.evaluation.dimensions[0].variability.alpha:.3f}",
+    ),)
     assert report.notes[-1] == (
         "LLM cost per judgment over the 20 stored verdicts: 3.00 answers, 300.0 prompt + 3.0 completion tokens"
     )

@@ -56,6 +56,13 @@ class Comparison:
     skipped_tied: int
     low_clarity: int
     incomplete: int
+    # invalid / (shared + invalid): the share of the compared side's ratings of reference-rated
+    # critiques that could not be read, and so stand behind none of the losses (NaN: none rated)
+    invalid_share: float
+
+
+def invalid_share(shared: int, invalid: int) -> float:
+    return invalid / (shared + invalid) if shared + invalid else math.nan
 
 
 @dataclass(frozen=True)
@@ -109,6 +116,7 @@ def compare(
         custom=_estimate(custom.per_item, resamples, seed),
         pairs=ranking.pairs, skipped_single=ranking.skipped_single, skipped_tied=ranking.skipped_tied,
         low_clarity=custom.low_clarity, incomplete=custom.incomplete,
+        invalid_share=invalid_share(shared, invalid),
     )
 
 
@@ -229,14 +237,16 @@ def agreement_report(
     return AgreementReport(reference, rows, versus_others, progress)
 
 
-TABLE_COLUMNS = ("compared", "n", "ranking", "unweighted", "custom", "pos.\n(skip)", "low\ncl.", "inv./\nmiss.")
+TABLE_COLUMNS = ("compared", "n", "ranking", "unweighted", "custom", "invalid", "pos.\n(skip)", "low\ncl.", "miss.")
 TABLE_LEGEND = (
-    "n: critiques both rated. ranking: the weighted pairwise ranking error on overall (seed 002), "
+    "n: critiques both rated validly. invalid: the share (and count) of the compared side's ratings of "
+    "reference-rated critiques that could not be read, so none of the losses beside it counts them. "
+    "ranking: the weighted pairwise ranking error on overall (seed 002), "
     "averaged within each position, then over positions; unweighted: 1 per reversed pair "
     "(Kendall-like). pos. (skip): positions used (skipped: fewer than two critiques rated by both, "
     "or all tied by the reference). custom: the seed's custom weighted loss per critique; low cl.: "
-    "critiques with reference clarity < 0.5 (only clarity and overall compared). inv./miss.: the "
-    "compared side's invalid ratings / unrated critiques. Intervals: 95% bootstrap over positions "
+    "critiques with reference clarity < 0.5 (only clarity and overall compared). miss.: "
+    "reference-rated critiques the compared side has not rated. Intervals: 95% bootstrap over positions "
     "or critiques; for random, the spread of its draws. Lower is better."
 )
 
@@ -248,14 +258,21 @@ def estimate_cell(estimate: Estimate) -> str:
     return f"{estimate.value:.3f}\n{estimate.low:.3f}–{estimate.high:.3f}".replace("0.", ".")
 
 
+def invalid_cell(row: Comparison) -> str:
+    """The invalid share over its count, e.g. "5.9%" over "3 of 51"."""
+    if math.isnan(row.invalid_share):
+        return "–"
+    return f"{row.invalid_share * 100:.1f}%\n{row.invalid} of {row.shared + row.invalid}"
+
+
 def table_rows(rows: Sequence[Comparison]) -> list[tuple[str, ...]]:
     """Two-line cells under TABLE_COLUMNS, for any table widget."""
     return [
         (
             f"{row.compared}\n{row.kind}", str(row.shared), estimate_cell(row.ranking),
-            estimate_cell(row.ranking_unweighted), estimate_cell(row.custom),
+            estimate_cell(row.ranking_unweighted), estimate_cell(row.custom), invalid_cell(row),
             f"{row.ranking.units}\n({row.skipped_single + row.skipped_tied})",
-            str(row.low_clarity), f"{row.invalid}/{row.missing}",
+            str(row.low_clarity), str(row.missing),
         )
         for row in rows
     ]

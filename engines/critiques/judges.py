@@ -1,13 +1,16 @@
 """LLM judges of critiques: a simple prompt (overall only) and a full-rubric prompt (seven dimensions).
 
-The seed's simple baseline prompt (its appendix G.1) is not in the seed text we
-have; what the seed says of it is kept: the argument (the seed's older name for
-the position) and the critique go in, the model thinks step by step, and it
-answers with JSON holding `overall`. The rubric prompt gives the seven
-definitions and the reading rules. Both are schema-constrained (`reasoning`
-first, so the step-by-step thinking happens before the scores), the shared
-instructions come first and the item last (prefix caching), and the item's
-texts are fenced in tags and declared to be material, not instructions.
+Neither prompt is verbatim: the paper names its simple baseline prompt (its
+section G.1) but does not print it, and it publishes no full-rubric prompt
+(only a model's answer rating every dimension). Both are therefore written here
+from the paper's description. The simple prompt keeps what the paper says of its
+baseline: the argument (the paper's older name for the position) and the
+critique go in, no examples, the model thinks step by step, and it answers with
+JSON holding `overall`. The rubric prompt gives the seven definitions and the
+reading rules of the paper's rating guide. Both are schema-constrained
+(`reasoning` first, so the step-by-step thinking happens before the scores),
+the shared instructions come first and the item last (prefix caching), and the
+item's texts are fenced in tags and declared to be material, not instructions.
 """
 
 from __future__ import annotations
@@ -27,8 +30,10 @@ from store.critiques import DIMENSIONS
 TASK_NAME = "critiques"  # the task's registry name: where its verdicts live in the judgment store
 PromptKind = Literal["simple", "rubric"]
 PROMPTS: tuple[PromptKind, ...] = ("simple", "rubric")
-# Room for a short chain of thought and the scores; a reply cut off here is stored as invalid.
-JUDGE_SAMPLING = Sampling(temperature=0.0, max_tokens=320)
+# Room for a chain of thought and the scores (the paper's judges think step by step before they
+# answer); a reply cut off at the limit is stored as invalid. The task's --max-tokens sets it.
+DEFAULT_MAX_TOKENS = 2000
+JUDGE_SAMPLING = Sampling(temperature=0.0, max_tokens=DEFAULT_MAX_TOKENS)
 
 Score = Field(ge=0.0, le=1.0)
 

@@ -1,5 +1,6 @@
 """A judge against the experts: the seed's Table 1 per dimension (and averaged), run
-variability (Table 4) and, for the swap mode, position bias.
+variability (Table 4), for the swap mode position bias, and one judge against another
+(Table 3: the best judge against the others).
 
 Scores: BT per topic on the judge's labels against the published expert
 scores of the same arguments (Pearson, Spearman, Kendall, MAE, RMSE), both
@@ -76,6 +77,34 @@ def position_bias(judged: Sequence[JudgedPair]) -> PositionBias:
     )
 
 
+def table_metrics(scores: ScoreAgreement, labels: LabelAgreement) -> dict[str, float]:
+    """The Table 1 / Table 3 columns, by TABLE_COLUMNS name."""
+    return {
+        "pearson": scores.pearson, "spearman": scores.spearman, "kendall": scores.kendall,
+        "mae": scores.mae, "rmse": scores.rmse,
+        "kappa": labels.kappa, "alpha": labels.alpha, "percent": labels.percent,
+    }
+
+
+def mean_metrics(per_dimension: Sequence[dict[str, float]]) -> dict[str, float]:
+    """Each column averaged over the dimensions (NaN where any is undefined)."""
+    return {
+        name: sum(m[name] for m in per_dimension) / len(per_dimension) if per_dimension else math.nan
+        for name in TABLE_COLUMNS
+    }
+
+
+def variability_row(name: str, v: RunVariability) -> dict:
+    """The seed's Table 4 columns: shares of pairs whose runs all agree, two agree ("2 equal"),
+    all differ ("all unequal"), and α across runs."""
+    share = (lambda count: count / v.items) if v.items else (lambda count: math.nan)
+    return {
+        "dimension": name, "pairs": v.items, "runs": v.runs,
+        "all_equal": finite_or_none(share(v.all_equal)), "two_equal": finite_or_none(share(v.some_equal)),
+        "all_unequal": finite_or_none(share(v.all_different)), "alpha": finite_or_none(v.alpha),
+    }
+
+
 @dataclass
 class DimensionResult:
     dimension: str
@@ -90,11 +119,7 @@ class DimensionResult:
     position_bias: PositionBias | None = None
 
     def metrics(self) -> dict[str, float]:
-        return {
-            "pearson": self.scores.pearson, "spearman": self.scores.spearman,
-            "kendall": self.scores.kendall, "mae": self.scores.mae, "rmse": self.scores.rmse,
-            "kappa": self.labels.kappa, "alpha": self.labels.alpha, "percent": self.labels.percent,
-        }
+        return table_metrics(self.scores, self.labels)
 
     def as_dict(self, scores: bool = True) -> dict:
         """JSON-ready; `scores` adds every argument's judge and expert score."""
@@ -124,15 +149,19 @@ class DimensionResult:
 class PairwiseReport:
     judge: str
     dimensions: list[DimensionResult]
+    variability: RunVariability | None = None  # over every dimension's pairs (runs mode)
 
     @property
     def mean(self) -> dict[str, float]:
         """Table 1 metrics averaged over the dimensions (NaN where any is undefined)."""
-        return {
-            name: sum(d.metrics()[name] for d in self.dimensions) / len(self.dimensions)
-            if self.dimensions else math.nan
-            for name in TABLE_COLUMNS
-        }
+        return mean_metrics([d.metrics() for d in self.dimensions])
+
+    def variability_rows(self) -> list[dict]:
+        """Table 4: one row per dimension with runs, then all pairs together."""
+        rows = [variability_row(d.dimension, d.variability) for d in self.dimensions if d.variability]
+        if len(rows) > 1 and self.variability:
+            rows.append(variability_row("all", self.variability))
+        return rows
 
     def table_rows(self) -> list[dict]:
         """The seed's Table 1 columns: one row per dimension, then their mean."""
@@ -151,7 +180,7 @@ class PairwiseReport:
         return rows
 
     def as_dict(self, scores: bool = True) -> dict:
-        return {"judge": self.judge, "table": self.table_rows(),
+        return {"judge": self.judge, "table": self.table_rows(), "variability": self.variability_rows(),
                 "dimensions": [d.as_dict(scores) for d in self.dimensions]}
 
 
@@ -201,11 +230,95 @@ def evaluate(
 ) -> PairwiseReport:
     """Every dimension present in `judged`, in the dataset's dimension order."""
     dimensions = [d for d in corpus.comparisons if any(j.item.dimension == d for j in judged)]
+    pooled = None
+    if mode == "runs" and any(len(j.run_labels) > 1 for j in judged):
+        pooled = run_variability([j.run_labels for j in judged])
     return PairwiseReport(judge, [
         evaluate_dimension(corpus, d, [j for j in judged if j.item.dimension == d],
                            mode=mode, resamples=resamples)
         for d in dimensions
-    ])
+    ], pooled)
+
+
+# ---------------------------------------------------------------------- Table 3: judge vs judge
+
+
+@dataclass(frozen=True)
+class VersusDimension:
+    """Two judges on the pairs of one dimension both judged: BT scores and labels."""
+
+    dimension: str
+    pairs: int
+    scores: ScoreAgreement
+    labels: LabelAgreement
+
+    def metrics(self) -> dict[str, float]:
+        return table_metrics(self.scores, self.labels)
+
+
+@dataclass(frozen=True)
+class VersusRow:
+    """One judge against the reference judge (Table 3's row), per dimension and averaged."""
+
+    judge: str
+    dimensions: tuple[VersusDimension, ...]
+
+    @property
+    def pairs(self) -> int:
+        return sum(d.pairs for d in self.dimensions)
+
+    @property
+    def mean(self) -> dict[str, float]:
+        return mean_metrics([d.metrics() for d in self.dimensions])
+
+    def as_dict(self) -> dict:
+        return {
+            "judge": self.judge, "pairs": self.pairs,
+            **{name: finite_or_none(value) for name, value in self.mean.items()},
+            "dimensions": [
+                {"dimension": d.dimension, "pairs": d.pairs,
+                 **{name: finite_or_none(value) for name, value in d.metrics().items()}}
+                for d in self.dimensions
+            ],
+        }
+
+
+def versus_dimension(dimension: str, reference: Sequence[JudgedPair], other: Sequence[JudgedPair]) -> VersusDimension:
+    """`other` against `reference` on the pairs both judged: BT per topic fitted on those pairs
+    for each judge (z-normalised by the fit, so MAE and RMSE read like Table 1's), and their labels."""
+    by_key = {j.item.key: j for j in other}
+    shared = [(j, by_key[j.item.key]) for j in reference if j.item.key in by_key]
+
+    def fit(side: int) -> dict[ArgumentId, float]:
+        return grouped_bradley_terry(
+            (pair[side].item.topic_id, pair[side].item.a, pair[side].item.b, pair[side].label)
+            for pair in shared if pair[side].label is not None
+        )
+
+    _, reference_vector, other_vector = aligned(fit(0), fit(1))
+    return VersusDimension(
+        dimension, len(shared),
+        score_agreement(reference_vector, other_vector),
+        label_agreement([r.label for r, _ in shared], [o.label for _, o in shared]),
+    )
+
+
+def versus(reference: Sequence[JudgedPair], other: Sequence[JudgedPair], judge: str) -> VersusRow:
+    """`other` (named `judge`) against `reference`, dimension by dimension."""
+    dimensions = list(dict.fromkeys(j.item.dimension for j in reference))
+    return VersusRow(judge, tuple(
+        versus_dimension(d, [j for j in reference if j.item.dimension == d],
+                         [j for j in other if j.item.dimension == d])
+        for d in dimensions
+    ))
+
+
+def mean_correlation(report: PairwiseReport) -> float:
+    """How the seed picks its best judge: the mean of Pearson, Spearman and Kendall over the
+    dimensions (-inf when undefined, so such a judge is never the best)."""
+    mean = report.mean
+    value = (mean["pearson"] + mean["spearman"] + mean["kendall"]) / 3
+    return -math.inf if math.isnan(value) else value
 
 
 def judged_pair(item: PairItem, verdict: Verdict) -> JudgedPair:

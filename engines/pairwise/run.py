@@ -12,7 +12,7 @@ from engines.datasets.webis import DIMENSIONS, ArgumentKey, WebisCorpus, load_we
 from engines.errors import ArgtuiError
 from engines.judging.verdict import Verdict
 from engines.llm.client import LLMClient
-from engines.pairwise.fewshot import few_shot_examples
+from engines.pairwise.fewshot import FewShotRule, few_shot_examples
 from engines.pairwise.judge import JudgeSettings, judge_pair
 from engines.pairwise.prompts import FewShotExamples
 
@@ -104,15 +104,17 @@ def select_items(
 
 
 @cache
-def _examples(data: Path | None, topic_id: int, dimension: str) -> FewShotExamples:
+def _examples(data: Path | None, topic_id: int, dimension: str, rule: FewShotRule) -> FewShotExamples:
     # Once per topic and dimension: the rule scans every comparison of the dimension.
-    return few_shot_examples(load_corpus(data), topic_id, dimension)
+    return few_shot_examples(load_corpus(data), topic_id, dimension, rule)
 
 
 async def judge_item(
-    client: LLMClient, settings: JudgeSettings, item: PairItem, data: Path | None = None
+    client: LLMClient, settings: JudgeSettings, item: PairItem, data: Path | None = None,
+    fewshot_rule: FewShotRule = "labelled",
 ) -> Verdict:
-    """Judge one expert comparison of the corpus at `data` (None: the bundled copy)."""
+    """Judge one expert comparison of the corpus at `data` (None: the bundled copy); few-shot
+    prompts take their examples by `fewshot_rule` (see engines/pairwise/fewshot.py)."""
     corpus = load_corpus(data)
     return await judge_pair(
         client,
@@ -120,5 +122,5 @@ async def judge_item(
         item.dimension,
         corpus.argument(item.topic_id, item.a).text,
         corpus.argument(item.topic_id, item.b).text,
-        _examples(data, item.topic_id, item.dimension) if settings.strategy == "few" else None,
+        _examples(data, item.topic_id, item.dimension, fewshot_rule) if settings.strategy == "few" else None,
     )

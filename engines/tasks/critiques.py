@@ -12,13 +12,13 @@ import random
 from typing import Any, Sequence
 
 from engines.critiques.baseline import RANDOM_JUDGE
-from engines.critiques.judges import PROMPTS, TASK_NAME, judge_critique
+from engines.critiques.judges import DEFAULT_MAX_TOKENS, JUDGE_SAMPLING, PROMPTS, TASK_NAME, judge_critique
 from engines.critiques.report import DEMO_JUDGE_NOTE, build_report, check_rater, task_report
 from engines.errors import ArgtuiError
 from engines.judging.task import Option, TaskContext, TaskItem, TaskReport
 from engines.judging.verdict import JudgeId, Verdict
 from engines.llm.client import LLMClient
-from engines.llm.profile import EMBEDDED_PROFILE
+from engines.llm.profile import EMBEDDED_PROFILE, Sampling
 from store.critiques import CritiqueRepository
 
 
@@ -35,6 +35,9 @@ class CritiqueTask:
     variant_flag = "prompt"
     options = (
         Option("reference", "afterwards, print the losses against this rater", metavar="RATER", report_option=True),
+        Option("max_tokens", f"longest answer, reasoning included, in tokens (default {DEFAULT_MAX_TOKENS}); "
+               "a reply cut off there is stored as invalid", type=int, default=DEFAULT_MAX_TOKENS, metavar="N",
+               judge_option=True),
     )
 
     def variants(self) -> tuple[str, ...]:
@@ -58,6 +61,10 @@ class CritiqueTask:
             raise ArgtuiError("no critiques stored yet: run `argtui import critiques FILE` (or --demo) first")
         return items
 
+    def check_options(self, options: Any) -> None:
+        if options.max_tokens < 1:
+            raise ArgtuiError("--max-tokens must be at least 1")
+
     def items(self, ctx: TaskContext, options: Any) -> list[TaskItem]:
         items = self._all_items(ctx)
         if options.reference:
@@ -75,7 +82,8 @@ class CritiqueTask:
 
     async def judge(self, ctx: TaskContext, item: TaskItem, variant: str, client: LLMClient, options: Any) -> Verdict:
         position, critique = item.payload
-        return await judge_critique(client, variant, position, critique)
+        sampling = JUDGE_SAMPLING.merged(Sampling(max_tokens=options.max_tokens))
+        return await judge_critique(client, variant, position, critique, sampling)
 
     def report(
         self, ctx: TaskContext, judge: JudgeId, items: Sequence[TaskItem], verdicts: dict[str, Verdict], options: Any,

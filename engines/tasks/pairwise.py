@@ -6,8 +6,10 @@ The variants are the seed's prompts (zero-shot, few-shot, chain-of-thought);
 engines/pairwise/judge.py) and are named by the judge's variant
 ("few/runs3@t1"). The report is the seed's Table 1 per dimension: BT scores
 per topic against the published expert scores, labels against the expert
-labels. `--judge experts` fits BT on the experts' own comparisons instead,
-with no backend and nothing stored.
+labels, then the run-to-run variability (Table 4) in runs mode; `--versus`
+adds Table 3, the best stored judge against every other one on the same pairs.
+`--judge experts` fits BT on the experts' own comparisons instead, with no
+backend and nothing stored.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import dataclasses
 import math
 import random
 from dataclasses import dataclass
@@ -24,12 +27,23 @@ from typing import Any, Sequence
 from engines.datasets.webis import DIMENSIONS, WebisArgument, WebisCorpus
 from engines.errors import ArgtuiError
 from engines.judging.evaluate import TaskRun
-from engines.judging.task import Option, ReportTable, TaskContext, TaskItem, TaskReport
+from engines.judging.store import JudgmentStore
+from engines.judging.task import Option, ReportTable, TaskContext, TaskItem, TaskReport, canonical_variant
 from engines.judging.verdict import JudgeId, Verdict
+from engines.metrics.agreement import finite_or_none
 from engines.llm.client import LLMClient
 from engines.llm.types import Usage
 from engines.output import write_text_file
-from engines.pairwise.evaluation import PairwiseReport, evaluate, expert_judgments, judged_pair
+from engines.pairwise.evaluation import (
+    PairwiseReport,
+    VersusRow,
+    evaluate,
+    expert_judgments,
+    judged_pair,
+    mean_correlation,
+    versus,
+)
+from engines.pairwise.fewshot import FEWSHOT_RULES
 from engines.pairwise.judge import MODES, JudgeSettings
 from engines.pairwise.prompts import DIM_ADVERB, LABELS, STRATEGIES
 from engines.pairwise.run import PairItem, judge_item, load_corpus, select_items
@@ -40,6 +54,7 @@ METRIC_HEADERS = {
     "pearson": "r", "spearman": "ρ", "kendall": "τ", "mae": "MAE", "rmse": "RMSE",
     "kappa": "κ", "alpha": "α", "percent": "%",
 }
+VARIABILITY_HEADERS = {"all_equal": "all equal %", "two_equal": "2 equal %", "all_unequal": "all unequal %"}
 OUTPUT_SUFFIXES = (".json", ".csv")
 
 
@@ -49,9 +64,13 @@ class PairwiseTaskReport(TaskReport):
 
     variant: str = ""
     evaluation: PairwiseReport | None = None  # always given; a default only because the base class has them
+    versus: tuple[VersusRow, ...] = ()  # Table 3 (`--versus`): the best judge against each other judge
 
     def as_dict(self, scores: bool) -> dict:
-        return {"variant": self.variant, **self.evaluation.as_dict(scores)}
+        data = {"variant": self.variant, **self.evaluation.as_dict(scores)}
+        if self.versus:
+            data["versus"] = self.data["versus"]
+        return data
 
 
 def _fmt(value: float | None, percent: bool = False) -> str:
@@ -60,18 +79,30 @@ def _fmt(value: float | None, percent: bool = False) -> str:
     return f"{value * 100:.2f}" if percent else f"{value:.3f}"
 
 
+def _metric_cells(row: dict) -> tuple[str, ...]:
+    return tuple(_fmt(row[key], percent=key == "percent") for key in METRIC_HEADERS)
+
+
 def pairwise_report(
     title: str, variant: str, evaluation: PairwiseReport, notes: Sequence[str] = ()
 ) -> PairwiseTaskReport:
-    """The seed's Table 1 (one row per dimension, then their mean) and, per dimension, the
-    bootstrap intervals, the run-to-run variability and the position bias where measured."""
-    rows = tuple(
-        (row["dimension"], row["pairs"], row["invalid"],
-         *(_fmt(row[key], percent=key == "percent") for key in METRIC_HEADERS))
-        for row in evaluation.table_rows()
-    )
-    table = ReportTable("", ("dimension", "pairs", "invalid", *METRIC_HEADERS.values()), rows,
-                        caption="seed's Table 1 columns")
+    """The seed's Table 1 (one row per dimension, then their mean), its Table 4 (run-to-run
+    variability) where there were runs, and per dimension the bootstrap intervals and the
+    position bias where measured."""
+    rows = tuple((row["dimension"], row["pairs"], row["invalid"], *_metric_cells(row)) for row in evaluation.table_rows())
+    tables = [ReportTable("", ("dimension", "pairs", "invalid", *METRIC_HEADERS.values()), rows,
+                          caption="the seed's Table 1 columns; % is percent agreement")]
+    if variability := evaluation.variability_rows():
+        tables.append(ReportTable(
+            "Run-to-run variability (the seed's Table 4)",
+            ("dimension", "pairs", *VARIABILITY_HEADERS.values(), "α"),
+            tuple(
+                (row["dimension"], row["pairs"], *(_fmt(row[key], True) for key in VARIABILITY_HEADERS),
+                 _fmt(row["alpha"]))
+                for row in variability
+            ),
+            caption=f"{variability[0]['runs']} runs per pair; α: Krippendorff's α with the runs as raters",
+        ))
     dimension_notes = []
     for dimension in evaluation.dimensions:
         parts = []
@@ -79,12 +110,6 @@ def pairwise_report(
             parts.append("95% CI " + ", ".join(
                 f"{METRIC_HEADERS[name]} [{_fmt(i.low)}, {_fmt(i.high)}]" for name, i in dimension.intervals.items()
             ))
-        if dimension.variability:
-            v = dimension.variability
-            parts.append(
-                f"runs: all equal {v.all_equal}, two equal {v.some_equal}, all different "
-                f"{v.all_different} of {v.items}; α across runs {_fmt(v.alpha)}"
-            )
         if dimension.position_bias:
             p = dimension.position_bias
             parts.append(
@@ -94,8 +119,26 @@ def pairwise_report(
         if parts:
             dimension_notes.append(f"{dimension.dimension}: " + "; ".join(parts))
     return PairwiseTaskReport(
-        title, (table,), (*dimension_notes, *notes), {"variant": variant, **evaluation.as_dict(scores=False)},
+        title, tuple(tables), (*dimension_notes, *notes), {"variant": variant, **evaluation.as_dict(scores=False)},
         variant, evaluation,
+    )
+
+
+def with_versus(report: PairwiseTaskReport, best: str, best_score: float, rows: Sequence[VersusRow]) -> PairwiseTaskReport:
+    """The report with the seed's Table 3 after its own tables: `best` against each judge of `rows`."""
+    table = ReportTable(
+        f"{best} against the other judges (the seed's Table 3)",
+        ("judge", "pairs", *METRIC_HEADERS.values()),
+        tuple((row.judge, row.pairs, *_metric_cells(row.mean)) for row in rows),
+        caption="mean over the dimensions; BT per topic fitted on the pairs both judged",
+    )
+    note = (f"Table 3's reference is the stored judge with the highest mean of r, ρ and τ against the "
+            f"experts on these pairs ({_fmt(best_score)})")
+    return dataclasses.replace(
+        report, tables=(*report.tables, table), notes=(*report.notes, note),
+        data={**report.data, "versus": {"best": best, "best_mean_correlation": finite_or_none(best_score),
+                                        "rows": [row.as_dict() for row in rows]}},
+        versus=tuple(rows),
     )
 
 
@@ -149,8 +192,14 @@ class PairwiseTask:
                choices=("one", "separate"), default="one"),
         Option("data", "an original Webis-ArgQuality-20 release folder (default: the bundled copy)",
                type=Path, metavar="DIR"),
+        Option("fewshot_rule", "few-shot examples: labelled (default: the A example among the expert-A pairs, "
+               "the B example among the expert-B pairs) or literal (largest score gap over all pairs)",
+               choices=FEWSHOT_RULES, default="labelled", judge_option=True),
         Option("bootstrap", "bootstrap resamples for correlation intervals (0: none; default 1000)",
                type=int, default=1000, metavar="N", report_option=True),
+        Option("versus", "after the last prompt, the seed's Table 3: the best stored judge (highest mean r, ρ, τ "
+               "against the experts) against every other stored judge on these pairs", kind="flag",
+               report_option=True),
     )
 
     def variants(self) -> tuple[str, ...]:
@@ -209,7 +258,7 @@ class PairwiseTask:
     async def judge(
         self, ctx: TaskContext, item: TaskItem, variant: str, client: LLMClient, options: Any
     ) -> Verdict:
-        return await judge_item(client, self.settings(variant, options), item.payload, options.data)
+        return await judge_item(client, self.settings(variant, options), item.payload, options.data, options.fewshot_rule)
 
     def report(
         self, ctx: TaskContext, judge: JudgeId, items: Sequence[TaskItem], verdicts: dict[str, Verdict], options: Any,
@@ -222,7 +271,36 @@ class PairwiseTask:
             mode=options.mode, resamples=options.bootstrap,
         )
         notes = (_cost_note([verdicts[item.key] for item in judged]),) if judged else ()
-        return pairwise_report(f"{judge.name} vs experts", judge.variant, evaluation, notes)
+        report = pairwise_report(f"{judge.name} vs experts", judge.variant, evaluation, notes)
+        if options.versus and self._last_of_command(judge, options):
+            report = self.versus_report(ctx, items, options, report)
+        return report
+
+    def _last_of_command(self, judge: JudgeId, options: Any) -> bool:
+        """Whether `judge` ran the command's last prompt: Table 3 waits until every prompt is stored."""
+        given = getattr(options, "variant", None) or [self.variants()[0]]
+        return judge.variant == self.judge_variant(canonical_variant(self, given[-1]), options)
+
+    def versus_report(
+        self, ctx: TaskContext, items: Sequence[TaskItem], options: Any, report: PairwiseTaskReport
+    ) -> PairwiseTaskReport:
+        """`report` with Table 3 over the stored judges' verdicts on `items`."""
+        corpus = load_corpus(options.data)
+        by_key = {item.key: item.payload for item in items}
+        store = JudgmentStore(ctx.db, NAME)
+        judged = {}
+        for stored in store.judges():
+            verdicts = store.load(stored.judge, by_key)
+            if verdicts:
+                judged[stored.name] = [judged_pair(by_key[key], verdict) for key, verdict in verdicts.items()]
+        if len(judged) < 2:
+            return dataclasses.replace(report, notes=(
+                *report.notes, f"Table 3 needs two stored judges of these pairs; {len(judged)} found",
+            ))
+        quality = {name: mean_correlation(evaluate(corpus, name, pairs)) for name, pairs in judged.items()}
+        best = max(sorted(quality), key=quality.__getitem__)
+        rows = [versus(judged[best], judged[name], name) for name in sorted(judged) if name != best]
+        return with_versus(report, best, quality[best], rows)
 
     def run_offline(self, options: Any) -> PairwiseTaskReport | None:
         """`--judge experts`: BT on the experts' own comparisons against the published scores, with
