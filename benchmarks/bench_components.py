@@ -1,11 +1,14 @@
 """What one argument component costs with each method: LLM calls, seconds and tokens (SPEC §5.3).
 
 Classifies the same first components of the first UKP essays test essay with
-vanilla, cot and mad, one component at a time (so seconds are per component,
+every method, one component at a time (so seconds are per component,
 not shared with concurrent ones), with a fresh response cache, and writes
 benchmarks/results/bench_components.json.
 
-    .venv/bin/python benchmarks/bench_components.py --data PATH [--components 3] [--judge NAME]
+    .venv/bin/python benchmarks/bench_components.py --data PATH [--components 3] [--judge NAME] [--limits eval]
+
+Token limits: the live ones the debate screen labels with (default), or the
+evaluation task's defaults (`--limits eval`).
 
 The embedded backend is started unless --judge names another profile. Its
 labels are near random: the numbers that matter here are calls and seconds.
@@ -22,14 +25,17 @@ import tempfile
 from pathlib import Path
 
 from argtui.runtime import Runtime
-from engines.components import METHODS, classify_component
+from engines.components import LIVE_SETTINGS, METHODS, ClassifierSettings, classify_component
 from engines.components.evaluation import essay_spans
 from engines.datasets.ukp_essays import DATA_ENV, load_ukp_essays
 
 RESULTS = Path(__file__).parent / "results" / "bench_components.json"
 
 
-async def measure(data: Path, components: int, judge: str | None) -> dict:
+LIMITS = {"live": LIVE_SETTINGS, "eval": ClassifierSettings()}
+
+
+async def measure(data: Path, components: int, judge: str | None, settings: ClassifierSettings) -> dict:
     essay = load_ukp_essays(data, "test", limit=1)[0]
     spans = essay_spans(essay)
     runtime = Runtime()
@@ -38,7 +44,9 @@ async def measure(data: Path, components: int, judge: str | None) -> dict:
         client = await runtime.client(judge)
         for method in METHODS:
             for index in range(min(components, len(spans))):
-                result = await classify_component(client, essay.text, spans, index, method, key=f"{essay.id}/{index}")
+                result = await classify_component(
+                    client, essay.text, spans, index, method, settings=settings, key=f"{essay.id}/{index}"
+                )
                 usage = result.usage
                 rows.append({
                     "method": method, "component": essay.components[index].id,
@@ -71,10 +79,11 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=os.environ.get(DATA_ENV), required=DATA_ENV not in os.environ)
     parser.add_argument("--components", type=int, default=3)
     parser.add_argument("--judge")
+    parser.add_argument("--limits", choices=LIMITS, default="live", help="token limits (default live)")
     args = parser.parse_args()
     # A fresh home: no response cache, so every call is really made.
     os.environ.setdefault("ARGTUI_HOME", tempfile.mkdtemp(prefix="argtui-bench-components-"))
-    report = asyncio.run(measure(args.data, args.components, args.judge))
+    report = {"limits": args.limits, **asyncio.run(measure(args.data, args.components, args.judge, LIMITS[args.limits]))}
     print(f"\n{'method':<8} {'calls':>6} {'seconds':>9} {'tokens':>7}  per component ({report['model']})")
     for method, row in report["per_method"].items():
         print(f"{method:<8} {row['calls_per_component']:>6.1f} {row['seconds_per_component']:>9.1f} "

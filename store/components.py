@@ -18,7 +18,7 @@ from sqlmodel import Field, SQLModel, select
 
 from store.db import Database
 from store.judgments import judge_name, options_digest, upsert
-from store.migrations import has_tables, judgments_from_v1, v1_time, v1_usage
+from store.migrations import has_tables, judge_options_before_v4, judgments_from_v1, v1_time, v1_usage
 
 ESSAYS_SOURCE = "ukp-essays"
 TYPED_SOURCE = "typed"
@@ -77,22 +77,27 @@ class ComponentRepository:
 # ---------------------------------------------------------------------- schema 1 -> judgments
 
 JUDGMENT_TASK = "components"  # the task these judgments belong to
-DEFAULT_VOTES, DEFAULT_TURN_TOKENS = 1, 96  # what a judge's name leaves out (the task's defaults)
-MAD_SETTINGS = re.compile(r":seed(\d+):rounds\d+:votes(\d+):turn(\d+):judge\d+(?::skip([^:]+))?$")
+# What a judge's name leaves out (the task's defaults): votes, debater turn, judge reason, chain of thought.
+DEFAULT_VOTES, DEFAULT_TURN_TOKENS, DEFAULT_JUDGE_TOKENS, DEFAULT_REASONING_TOKENS = 1, 2048, 4096, 2048
+V1_TOKENS, V1_REASONING_TOKENS = 96, 128  # the limits before schema 4 (where a schema-1 run name does not give them)
+MAD_SETTINGS = re.compile(r":seed(\d+):rounds\d+:votes(\d+):turn(\d+):judge(\d+)(?::skip([^:]+))?$")
 
 
 def _judge_variant_and_options(run: str, method: str) -> tuple[str, dict]:
     """The task's variant and judge options of an old run name (`ukp-essays:mad:…:seed0:rounds2:…`).
 
-    Live runs (`live:<method>:<profile>`) did not record their settings: they map to the defaults.
+    Live runs (`live:<method>:<profile>`) did not record their settings: they ran with schema 1's limits.
     """
-    settings = MAD_SETTINGS.search(run) if method == "mad" else None
-    if settings is None:
+    if method == "cot":
+        return method, {"reasoning_tokens": V1_REASONING_TOKENS}
+    if method != "mad":
         return method, {}
-    seed, votes, turn, skip = settings.groups()
+    settings = MAD_SETTINGS.search(run)
+    seed, votes, turn, judge, skip = settings.groups() if settings else ("0", "1", V1_TOKENS, V1_TOKENS, None)
     options = {
         "votes": int(votes) if int(votes) != DEFAULT_VOTES else None,
         "turn_tokens": int(turn) if int(turn) != DEFAULT_TURN_TOKENS else None,
+        "judge_tokens": int(judge) if int(judge) != DEFAULT_JUDGE_TOKENS else None,
         "skip_threshold": float(skip) if skip is not None else None,
     }
     variant = f"mad/seed{seed}" if int(seed) else "mad"
@@ -160,3 +165,11 @@ def copy_v1(conn: Connection) -> int:
     for judgment in judgments:  # one at a time: a later row must replace an earlier one of the same item
         upsert(conn, [judgment])
     return len(judgments)
+
+
+@judge_options_before_v4("components")
+def _component_judges_before_v4(variant: str) -> dict:
+    """MAD-ACC's debaters and judge answered within 96 tokens, the chain of thought within 128."""
+    if variant.startswith("mad"):
+        return {"turn_tokens": V1_TOKENS, "judge_tokens": V1_TOKENS}
+    return {"reasoning_tokens": V1_REASONING_TOKENS} if variant.startswith("cot") else {}

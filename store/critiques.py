@@ -25,7 +25,7 @@ from sqlmodel import Field, Session, SQLModel, select
 
 from store.db import Database, StoreError
 from store.judgments import judge_name, upsert
-from store.migrations import has_tables, judgments_from_v1, v1_time, v1_usage
+from store.migrations import has_tables, judge_options_before_v4, judgments_from_v1, v1_time, v1_usage
 
 DIMENSIONS = (
     "centrality",
@@ -872,3 +872,9 @@ def copy_v1(conn: Connection) -> int:
     for judgment in judgments:  # one at a time: two old raters of one judge, the later rating wins
         upsert(conn, [judgment])
     return len(judgments)
+
+
+@judge_options_before_v4("critiques")
+def _critique_judges_before_v4(variant: str) -> dict:
+    """Both prompts answered within 320 tokens."""
+    return {"max_tokens": 320}

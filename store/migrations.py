@@ -17,10 +17,10 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Callable
 
-from sqlalchemy import inspect
+from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 _VERSION_TABLE = "argtui_schema"
 
 
@@ -90,12 +90,44 @@ def _v2_to_v3(conn: Connection) -> None:
     conn.exec_driver_sql("UPDATE debate_turn SET state = 'failed' WHERE error IS NOT NULL")
 
 
+# Judge options whose default changed with schema 4, per task: a judge named before it with
+# no options ran with these values, which now differ from the defaults. A store module adds
+# its task's with `@judge_options_before_v4(task)`: variant -> options ({} if none applied).
+JUDGE_OPTIONS_BEFORE_V4: dict[str, Callable[[str], dict]] = {}
+
+
+def judge_options_before_v4(task: str) -> Callable[[Callable[[str], dict]], Callable[[str], dict]]:
+    def register(options_of: Callable[[str], dict]) -> Callable[[str], dict]:
+        JUDGE_OPTIONS_BEFORE_V4[task] = options_of
+        return options_of
+
+    return register
+
+
+def _v3_to_v4(conn: Connection) -> None:
+    """Judges whose task's defaults changed get the options they ran with in their names, so a
+    run with the new defaults is a new judge and resumes none of their answers."""
+    from store.judgments import judge_name, options_digest  # it imports store.db, which imports this module
+
+    if not has_tables(conn, "judgment"):
+        return
+    judges = conn.exec_driver_sql("SELECT DISTINCT task, judge, profile, model, variant FROM judgment").fetchall()
+    for task, judge, profile, model, variant in judges:
+        options_of = JUDGE_OPTIONS_BEFORE_V4.get(task)
+        options = options_of(variant) if options_of else {}
+        if not options or judge != judge_name(profile, model, variant):  # a digest: options were given then
+            continue
+        renamed = {"task": task, "old": judge, "new": judge_name(profile, model, variant, options_digest(options))}
+        for table in ("judgment", "batch_run"):
+            conn.execute(text(f"UPDATE {table} SET judge = :new WHERE task = :task AND judge = :old"), renamed)
+
+
 def _add_column(conn: Connection, table: str, column: str, declaration: str) -> None:
     if column not in {info["name"] for info in inspect(conn).get_columns(table)}:
         conn.exec_driver_sql(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
 
 
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3}
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
 
 
 def migrate(conn: Connection, from_version: int) -> None:

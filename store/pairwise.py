@@ -14,7 +14,7 @@ import json
 from sqlalchemy.engine import Connection
 
 from store.judgments import judge_name, upsert
-from store.migrations import has_tables, judgments_from_v1, v1_time, v1_usage
+from store.migrations import has_tables, judge_options_before_v4, judgments_from_v1, v1_time, v1_usage
 
 TASK = "pairwise"
 INVALID_REASON = "not one of A, B, Tie"
@@ -63,3 +63,9 @@ def _judgment(row) -> dict:
         "run_id": row["run_id"],
         "created_at": v1_time(row["created_at"]),
     }
+
+
+@judge_options_before_v4("pairwise")
+def _pairwise_judges_before_v4(variant: str) -> dict:
+    """Few-shot examples were the largest score gaps over all comparisons."""
+    return {"fewshot_rule": "literal"} if variant.startswith("few") else {}

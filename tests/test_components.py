@@ -53,7 +53,7 @@ from engines.judging.verdict import JudgeId, Verdict
 from engines.llm.client import LLMClient
 from engines.llm.profile import BackendProfile
 from engines.llm.types import Usage
-from engines.tasks.components import DEFAULT_TURN_TOKENS, DEFAULT_VOTES, TASK, label_text
+from engines.tasks.components import COUNT_DEFAULTS, DEFAULT_TURN_TOKENS, TASK, label_text
 from fakes import FakeServer, Reply, chat_reply, logprob_entry
 from store import Database
 from store import components as store_components
@@ -420,13 +420,20 @@ async def test_judge_names_carry_the_method_and_what_changes_answers():
         return (await judge_id(TASK, client, method, options)).name
 
     async with LLMClient(profile) as client:  # never asked anything: the model is in the profile
-        assert await name("mad") == "org/m@gpu mad" == await name("mad", votes=1, turn_tokens=96)
+        assert await name("mad") == "org/m@gpu mad" == await name("mad", votes=1, turn_tokens=DEFAULT_TURN_TOKENS)
+        assert await name("mad", manager="gpu", judge="gpu") == "org/m@gpu mad"  # the judge's own profile
+        assert await name("mad", manager="small") != await name("mad", debaters="small") != "org/m@gpu mad"
+        assert len({await name("cot", **{budget: 512}) for budget in COUNT_DEFAULTS if budget != "votes"}) == 3
         assert await name("mad", seed=3) == "org/m@gpu mad/seed3"
         assert await name("vanilla", seed=3) == "org/m@gpu vanilla"
         assert (await name("mad", votes=3)).startswith("org/m@gpu mad #")
         assert await name("mad", votes=3) != await name("mad", votes=3, skip_threshold=0.9)
     with pytest.raises(ArgtuiError, match="probability"):
         TASK.check_options(default_options(TASK, skip_threshold=1.5))
+    with pytest.raises(ArgtuiError, match="--judge-tokens must be at least 1"):
+        TASK.check_options(default_options(TASK, judge_tokens=0))
+    with pytest.raises(ArgtuiError, match="--manager sets a role of mad: add --method mad"):
+        TASK.check_options(default_options(TASK, manager="small", variant=["vanilla", "COT"]))
 
 
 async def test_a_labelled_text_is_stored_with_its_text_under_the_batch_judge_name(runtime):
@@ -474,8 +481,10 @@ def test_eval_components_command_prints_tables_writes_transcripts_and_resumes(mo
         assert [r["calls_per_component"] for r in results] == [1.0, 2.0]
         assert all(r["n"] == 5 and r["invalid"] == 1 and r["essays"] == 1 for r in results)
         written = json.loads(output.read_text())
-        assert [w["metrics"]["run_id"] for w in written] == [r["run_id"] for r in results]
-        predictions = written[1]["predictions"]
+        assert [w["metrics"]["run_id"] for w in written["runs"]] == [r["run_id"] for r in results]
+        assert [row["judge"] for row in written["table"]["rows"]] == ["m@env vanilla", "m@env cot"]
+        assert written["table"]["rows"][0]["macro_f1"] == round(100 * results[0]["macro_f1"], 1)
+        predictions = written["runs"][1]["predictions"]
         assert [p["component"] for p in predictions] == ["T1", "T2", "T3", "T4", "T5"]
         assert predictions[1]["gold"] == "Claim" and predictions[1]["transcript"][0]["role"] == "reasoning"
         asked = len(server.bodies)
@@ -547,7 +556,7 @@ async def test_copy_v1_carries_old_predictions_and_transcripts_into_judgments(db
             )
         assert copy_v1(conn) == 2
     store = JudgmentStore(db, "components")
-    options = default_options(TASK, seed=2, votes=3, turn_tokens=64, skip_threshold=0.8)
+    options = default_options(TASK, seed=2, votes=3, turn_tokens=64, judge_tokens=64, skip_threshold=0.8)
     async with LLMClient(BackendProfile(name="gpu", model="org/m", base_urls=["http://127.0.0.1:9/v1"])) as client:
         mad = await judge_id(TASK, client, "mad", options)  # the name a rerun with these settings gets
     [verdict] = store.load(mad).items()
@@ -560,13 +569,16 @@ async def test_copy_v1_carries_old_predictions_and_transcripts_into_judgments(db
         usage=Usage(prompt_tokens=700, completion_tokens=90, calls=9, cached_calls=2), seconds=9.5,
     )
     assert [(item, reference) for item, reference, _ in store.labelled(mad)] == [("essay900/T2", "Claim")]
-    live = JudgeId.of("embedded", "SmolLM2-135M-Instruct", "vanilla")
+    live = JudgeId.of("embedded", "SmolLM2-135M-Instruct", "vanilla")  # vanilla has no token limit to name
     [(key, invalid)] = store.load(live).items()
     assert key == text_key(TYPED, Span(0, 35, TYPED[:35])) and not invalid.valid and invalid.raw == "Thesis"
     assert {(entry.name, entry.judge) for entry in labelled_documents(db)} == {
         ("essay900", mad), ("School uniforms should be mandatory. They …", live),
     }
-    assert (store_components.DEFAULT_VOTES, store_components.DEFAULT_TURN_TOKENS) == (DEFAULT_VOTES, DEFAULT_TURN_TOKENS)
+    assert (
+        store_components.DEFAULT_VOTES, store_components.DEFAULT_TURN_TOKENS,
+        store_components.DEFAULT_JUDGE_TOKENS, store_components.DEFAULT_REASONING_TOKENS,
+    ) == tuple(COUNT_DEFAULTS.values())
     with db.engine.begin() as conn:
         assert copy_v1(conn) == 2  # again: the same judgments, replaced, not doubled
     assert sorted(judge.judgments for judge in store.judges()) == [1, 1]

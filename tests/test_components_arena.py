@@ -38,7 +38,7 @@ def essays_ctx(shared_data):
 def test_the_task_is_registered_with_its_labels_and_methods(examples_ctx):
     assert TASK in tasks()
     assert (TASK.name, TASK.labels, TASK.variant_flag) == ("components", LABELS, "method")
-    assert TASK.variants() == ("mad", "vanilla", "cot") and TASK.filters(examples_ctx) == {}
+    assert TASK.variants() == ("mad", "vanilla", "cot", "smart") and TASK.filters(examples_ctx) == {}
 
 
 def test_without_the_corpus_items_come_from_example_paragraphs(examples_ctx):

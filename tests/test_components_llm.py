@@ -137,10 +137,14 @@ def test_eval_components_command_reports_metrics_and_writes_transcripts(llama_en
     assert set(report["per_class"]) == set(LABELS) and 0 <= report["macro_f1"] <= 1
     assert sum(sum(row.values()) for row in report["confusion"].values()) == 3
     written = json.loads(output.read_text())
-    assert [p["component"] for p in written["predictions"]] == ["T1", "T2", "T3"]
-    assert written["predictions"][1]["gold"] == "Claim" and written["metrics"]["run_id"] == report["run_id"]
+    [run] = written["runs"]
+    assert [p["component"] for p in run["predictions"]] == ["T1", "T2", "T3"]
+    assert run["predictions"][1]["gold"] == "Claim" and run["metrics"]["run_id"] == report["run_id"]
+    [row] = written["table"]["rows"]
+    assert row["name"] == "Vanilla" and row["macro_f1"] == round(100 * report["macro_f1"], 1)
 
     assert main(argv[:-3]) == 0  # the table; everything is already stored, nothing is asked again
     table = capsys.readouterr().out
     assert "macro F1" in table and "Confusion matrix" in table and "1.00 calls" in table
+    assert "Table 1: classification performance (%)" in table and f"{row['macro_f1']:.1f}" in table
     assert "0 judged now, 3 resumed" in table

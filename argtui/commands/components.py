@@ -16,7 +16,9 @@ from engines.components.prompts import ROLE_NAMES
 from engines.errors import ArgtuiError
 from engines.judging.task import default_options
 from engines.llm.types import Usage
-from engines.tasks.components import DEFAULT_TURN_TOKENS, TASK, label_text
+from engines.tasks.components import TASK, label_text, role_clients
+
+TOKEN_OPTIONS = ("turn_tokens", "judge_tokens", "reasoning_tokens")
 
 
 def register(subparsers) -> None:
@@ -28,14 +30,18 @@ def register(subparsers) -> None:
         "Components view.",
     )
     parser.add_argument("text", help='the text to label; "-" reads it from standard input')
-    parser.add_argument("--judge", help="backend profile (default: the default backend)")
-    parser.add_argument("--method", choices=METHODS, default="mad", help="vanilla, cot (chain of thought) or mad")
+    parser.add_argument("--judge", help="backend profile of the Judge and of vanilla, cot and smart "
+                        "(default: the default backend)")
+    parser.add_argument("--manager", metavar="PROFILE", help="mad: backend profile of the Manager (default: --judge)")
+    parser.add_argument("--debaters", metavar="PROFILE",
+                        help="mad: backend profile of the Proponent and the Opponent (default: --judge)")
+    parser.add_argument("--method", choices=METHODS, default="mad",
+                        help="vanilla, cot (chain of thought), smart (smart reasoning) or mad (default)")
     parser.add_argument("--skip-threshold", type=float, metavar="P", help="mad: skip the debate above P")
     parser.add_argument("--seed", type=int, default=0, help="mad: seed of the debater assignment")
-    parser.add_argument(
-        "--turn-tokens", type=int, default=DEFAULT_TURN_TOKENS,
-        help="mad: token limit of each debate turn and of the judge's reason",
-    )
+    for option in TASK.options:  # the token limits, as `argtui eval components` has them
+        if option.name in TOKEN_OPTIONS:
+            parser.add_argument(option.flag, dest=option.name, type=int, metavar="N", help=option.help)
     parser.add_argument("--transcript", action="store_true", help="print every debate transcript")
     parser.add_argument("--json", action="store_true", help="print the components as JSON")
     parser.set_defaults(handler=_components)
@@ -54,6 +60,11 @@ def _components(args) -> int:
 
 
 async def _label(runtime: Runtime, args, text: str) -> list[ComponentResult]:
+    options = default_options(
+        TASK, judge=args.judge, seed=args.seed, skip_threshold=args.skip_threshold, manager=args.manager,
+        debaters=args.debaters, variant=[args.method], **{name: getattr(args, name) for name in TOKEN_OPTIONS},
+    )
+    TASK.check_options(options)  # before any backend starts
     client = await runtime.client(args.judge)
     err = Console(stderr=True)
     spans = segment(text)
@@ -64,10 +75,9 @@ async def _label(runtime: Runtime, args, text: str) -> list[ComponentResult]:
         finished += 1
         err.print(Text(f"[{finished}/{len(spans)}] {result.label or 'invalid'}: {result.span.text[:60]}"))
 
-    options = default_options(
-        TASK, seed=args.seed, skip_threshold=args.skip_threshold, turn_tokens=args.turn_tokens
+    judge, results = await label_text(
+        runtime.db, client, text, args.method, options, spans, on_component, **await role_clients(runtime, options)
     )
-    judge, results = await label_text(runtime.db, client, text, args.method, options, spans, on_component)
     err.print(Text(f"stored as judge {judge.name}"))
     return results
 
@@ -77,7 +87,8 @@ def as_json(result: ComponentResult) -> dict:
         "start": result.span.start, "end": result.span.end, "text": result.span.text,
         "label": result.label, "raw": result.raw, "method": result.method,
         "distribution": result.distribution, "proponent_label": result.proponent_label,
-        "opponent_label": result.opponent_label, "skipped": result.skipped, "reason": result.reason,
+        "opponent_label": result.opponent_label, "skipped": result.skipped, "truncated": list(result.truncated),
+        "reason": result.reason,
         "transcript": [{"role": t.role, "label": t.label, "text": t.text} for t in result.transcript],
         "calls": result.usage.calls, "seconds": round(result.seconds, 3),
     }
@@ -90,12 +101,20 @@ def _print(results: list[ComponentResult], transcripts: bool) -> None:
         table.add_column(column)
     for index, result in enumerate(results, start=1):
         distribution = " ".join(f"{result.distribution.get(label, 0.0):.2f}" for label in LABELS)
-        label = Text(result.label) if result.label else Text.assemble(("invalid", "red"), f" {result.raw[:20]!r}")
+        if not result.label:
+            label = Text.assemble(("invalid", "red"), f" {result.raw[:20]!r}")
+        elif result.truncated:
+            label = Text.assemble(result.label, (" (cut)", "red"))
+        else:
+            label = Text(result.label)
         table.add_row(
             str(index), f"{result.span.start}-{result.span.end}", label, distribution, Text(result.span.text)
         )
     console.print(table)
     for index, result in enumerate(results, start=1):
+        if result.truncated:
+            cut = ", ".join(result.truncated)
+            console.print(Text(f"#{index} cut at the token limit (invalid): {cut}", style="red"))
         if transcripts:
             console.rule(Text(f"#{index} {result.span.text[:60]}"))
             for turn in result.transcript:

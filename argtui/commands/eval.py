@@ -108,12 +108,19 @@ def _eval(task: Task, args) -> int:
             writer(args.output, runs)
         else:
             _write_json(args.output, task, runs)
+    summarise = getattr(task, "summary", None)  # a task's table over all the runs of the command
+    summary = summarise(runs) if summarise is not None else None
     if args.json:
-        print(json.dumps(results_json(task, runs), indent=2, default=str))
+        results = results_json(task, runs)
+        print(json.dumps({**results, "summary": summary.data} if summary else results, indent=2, default=str))
     else:
         console = Console()
         for run in runs:
             print_run(console, run)
+        if summary is not None:
+            console.print()
+            console.print(Text.assemble((summary.title, "bold")))
+            print_report(console, summary)
     return 0
 
 

@@ -2,11 +2,12 @@
 
 `segment(text)` splits free text into candidate components with exact
 character spans; `label_components(client, text)` labels them (methods
-`vanilla`, `cot`, `mad`); `classify_component` labels one component of a
+`vanilla`, `cot`, `smart`, `mad`); `classify_component` labels one component of a
 document whose components are known (the UKP essays evaluation).
 """
 
 from engines.components.classifier import (
+    LIVE_SETTINGS,
     ClassifierSettings,
     assign_debaters,
     classify_component,
@@ -20,6 +21,7 @@ from engines.components.types import LABELS, METHODS, ComponentResult, Span, Tur
 
 __all__ = [
     "LABELS",
+    "LIVE_SETTINGS",
     "METHODS",
     "ClassifierSettings",
     "ComponentResult",

@@ -1,11 +1,17 @@
-"""Argument component classification: vanilla, chain of thought, and the MAD-ACC debate.
+"""Argument component classification: vanilla, chain of thought, smart reasoning, and the MAD-ACC debate.
 
 MAD-ACC (seed 004): the Manager gives a distribution over the labels; its two
 most probable labels go at random (seeded per component) to the Proponent
 and the Opponent, who debate for a number of rounds (2 rounds = 4 turns) at
 temperature 0.7; the Judge explains its verdict against the label
 definitions and then picks the label with a constrained choice. A confident
-Manager (top probability above `skip_threshold`) may skip the debate.
+Manager (top probability above `skip_threshold`) may skip the debate. Each
+role may run on its own backend (`manager` and `debaters` clients; the
+judge's client is the one every single-agent method uses). Smart reasoning
+is the Judge's prompt without a debate.
+
+An answer cut at its token limit (finish reason "length") is named in the
+result's `truncated`, which makes the result invalid.
 """
 
 from __future__ import annotations
@@ -29,34 +35,55 @@ from engines.llm.types import Completion, LabelChoice, Usage
 TIE_ORDER = ("Premise", "Claim", "MajorClaim")
 DETERMINISTIC = 0.0
 VOTE_TEMPERATURE = 1.0
+CUT = "length"  # the finish reason of an answer stopped by its token limit
 
 
 @dataclass(frozen=True)
 class ClassifierSettings:
+    """How one component is classified. The token limits leave room for a reasoning model's thinking."""
+
     rounds: int = 2
     debater_temperature: float = 0.7
-    debater_max_tokens: int = 96
-    judge_max_tokens: int = 96
-    reasoning_max_tokens: int = 128  # chain of thought
+    debater_max_tokens: int = 2048
+    judge_max_tokens: int = 4096  # the Judge's reason (mad) and smart reasoning's
+    reasoning_max_tokens: int = 2048  # chain of thought
     manager_votes: int = 1  # 1: distribution from logprobs; more: share of sampled votes
     skip_threshold: float | None = None  # skip the debate when the Manager's top probability exceeds it
 
 
-class _Agent:
-    """The client seen by one component's classification: the usage of every answer adds up."""
+# What free text is labelled with unless settings are given (the Debate screen): short answers,
+# so a message's components are labelled while the conversation goes on.
+LIVE_SETTINGS = ClassifierSettings(debater_max_tokens=96, judge_max_tokens=96, reasoning_max_tokens=128)
 
-    def __init__(self, client: LLMClient):
-        self.client = client
+
+@dataclass(frozen=True)
+class Clients:
+    """The backend of each role; the judge's also serves vanilla, cot and smart."""
+
+    judge: LLMClient
+    manager: LLMClient
+    debaters: LLMClient
+
+
+class _Agents:
+    """The clients seen by one component's classification: the usage of every answer adds up,
+    and every answer cut at its token limit is named."""
+
+    def __init__(self, clients: Clients):
+        self.clients = clients
         self.usage = Usage()
+        self.truncated: list[str] = []
 
-    async def say(self, messages: Sequence[Message], sampling: Sampling) -> Completion:
-        completion = await self.client.chat(messages, sampling)
+    async def say(self, client: LLMClient, who: str, messages: Sequence[Message], sampling: Sampling) -> Completion:
+        completion = await client.chat(messages, sampling)
         self.usage = self.usage + completion.usage
+        if completion.finish_reason == CUT:
+            self.truncated.append(who)
         return completion
 
-    async def choose(self, messages: Sequence[Message], votes: int = 1) -> LabelChoice:
+    async def choose(self, client: LLMClient, messages: Sequence[Message], votes: int = 1) -> LabelChoice:
         temperature = DETERMINISTIC if votes == 1 else VOTE_TEMPERATURE
-        choice = await self.client.choose(messages, LABELS, Sampling(temperature=temperature), votes=votes)
+        choice = await client.choose(messages, LABELS, Sampling(temperature=temperature), votes=votes)
         self.usage = self.usage + choice.usage
         return choice
 
@@ -89,45 +116,71 @@ async def classify_component(
     settings: ClassifierSettings = ClassifierSettings(),
     seed: int = 0,
     key: str | None = None,
+    manager: LLMClient | None = None,
+    debaters: LLMClient | None = None,
 ) -> ComponentResult:
     """The label of spans[target] in `text`, the other spans masked as <ARG>.
 
-    `key` names the component for its random generator (default: its offsets).
+    `client` is the judge's; `manager` and `debaters` run those MAD-ACC roles
+    (default: the judge's client). `key` names the component for its random
+    generator (default: its offsets).
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     document = mark_document(text, spans, target)
     span = spans[target]
     started = time.perf_counter()
-    agent = _Agent(client)
+    agents = _Agents(Clients(client, manager or client, debaters or client))
     rng = component_rng(seed, key or f"{span.start}-{span.end}")
-    result = await METHOD_CLASSIFIERS[method](agent, document, span, settings, rng)
-    return replace(result, usage=agent.usage, seconds=time.perf_counter() - started)
+    result = await METHOD_CLASSIFIERS[method](agents, document, span, settings, rng)
+    return replace(
+        result, usage=agents.usage, truncated=tuple(agents.truncated), seconds=time.perf_counter() - started
+    )
 
 
 async def _vanilla(
-    agent: _Agent, document: str, span: Span, settings: ClassifierSettings, rng: random.Random
+    agents: _Agents, document: str, span: Span, settings: ClassifierSettings, rng: random.Random
 ) -> ComponentResult:
-    choice = await agent.choose(prompts.classify_messages(document, span.text))
+    choice = await agents.choose(agents.clients.judge, prompts.classify_messages(document, span.text))
     return ComponentResult(span, "vanilla", choice.label, choice.distribution, choice.source, raw=choice.raw)
 
 
 async def _chain_of_thought(
-    agent: _Agent, document: str, span: Span, settings: ClassifierSettings, rng: random.Random
+    agents: _Agents, document: str, span: Span, settings: ClassifierSettings, rng: random.Random
 ) -> ComponentResult:
+    client = agents.clients.judge
     messages = prompts.chain_of_thought_messages(document, span.text, settings.reasoning_max_tokens)
-    reasoning = await agent.say(messages, Sampling(temperature=DETERMINISTIC, max_tokens=settings.reasoning_max_tokens))
-    choice = await agent.choose(prompts.answer_after(messages, reasoning.text, prompts.CHAIN_OF_THOUGHT_ANSWER))
+    sampling = Sampling(temperature=DETERMINISTIC, max_tokens=settings.reasoning_max_tokens)
+    reasoning = await agents.say(client, "reasoning", messages, sampling)
+    answer = prompts.answer_after(messages, reasoning.text, prompts.CHAIN_OF_THOUGHT_ANSWER)
+    choice = await agents.choose(client, answer)
     return ComponentResult(
         span, "cot", choice.label, choice.distribution, choice.source,
         transcript=(Turn("reasoning", reasoning.text),), reason=reasoning.text, raw=choice.raw,
     )
 
 
-async def _debate(
-    agent: _Agent, document: str, span: Span, settings: ClassifierSettings, rng: random.Random
+async def _smart_reasoning(
+    agents: _Agents, document: str, span: Span, settings: ClassifierSettings, rng: random.Random
 ) -> ComponentResult:
-    manager = await agent.choose(prompts.classify_messages(document, span.text), votes=settings.manager_votes)
+    client = agents.clients.judge
+    messages = prompts.smart_messages(document, span.text, settings.judge_max_tokens)
+    sampling = Sampling(temperature=DETERMINISTIC, max_tokens=settings.judge_max_tokens)
+    reason = (await agents.say(client, "judge", messages, sampling)).text.strip()
+    choice = await agents.choose(client, prompts.answer_after(messages, reason, prompts.JUDGE_VERDICT))
+    return ComponentResult(
+        span, "smart", choice.label, choice.distribution, choice.source,
+        transcript=(Turn("judge", reason),), reason=reason, raw=choice.raw,
+    )
+
+
+async def _debate(
+    agents: _Agents, document: str, span: Span, settings: ClassifierSettings, rng: random.Random
+) -> ComponentResult:
+    clients = agents.clients
+    manager = await agents.choose(
+        clients.manager, prompts.classify_messages(document, span.text), votes=settings.manager_votes
+    )
     top = max(manager.distribution.values(), default=0.0)
     if manager.valid and settings.skip_threshold is not None and top > settings.skip_threshold:
         return ComponentResult(
@@ -149,12 +202,14 @@ async def _debate(
             max_tokens=settings.debater_max_tokens,
             seed=rng.randrange(2**31),
         )
-        transcript.append(Turn(role, (await agent.say(messages, sampling)).text.strip(), labels[role]))
+        said = await agents.say(clients.debaters, f"{role} turn {turn // 2 + 1}", messages, sampling)
+        transcript.append(Turn(role, said.text.strip(), labels[role]))
     messages = prompts.judge_messages(
         document, span.text, proponent_label, opponent_label, transcript, settings.judge_max_tokens
     )
-    reason = await agent.say(messages, Sampling(temperature=DETERMINISTIC, max_tokens=settings.judge_max_tokens))
-    verdict = await agent.choose(prompts.answer_after(messages, reason.text, prompts.JUDGE_VERDICT))
+    sampling = Sampling(temperature=DETERMINISTIC, max_tokens=settings.judge_max_tokens)
+    reason = await agents.say(clients.judge, "judge", messages, sampling)
+    verdict = await agents.choose(clients.judge, prompts.answer_after(messages, reason.text, prompts.JUDGE_VERDICT))
     transcript.append(Turn("judge", reason.text.strip()))
     return ComponentResult(
         span, "mad", verdict.label, manager.distribution, manager.source,
@@ -164,8 +219,8 @@ async def _debate(
     )
 
 
-# Each method: (agent, marked document, target span, settings, the component's generator) -> result.
-METHOD_CLASSIFIERS = {"vanilla": _vanilla, "cot": _chain_of_thought, "mad": _debate}
+# Each method: (the agents, marked document, target span, settings, the component's generator) -> result.
+METHOD_CLASSIFIERS = {"vanilla": _vanilla, "cot": _chain_of_thought, "smart": _smart_reasoning, "mad": _debate}
 
 
 async def label_components(
@@ -178,21 +233,26 @@ async def label_components(
     on_component: Callable[[int, ComponentResult], None] | None = None,
     *,
     settings: ClassifierSettings | None = None,
+    manager: LLMClient | None = None,
+    debaters: LLMClient | None = None,
 ) -> list[ComponentResult]:
     """Label every component of free text: `segment(text)` unless spans are given.
 
-    Components run concurrently (the client bounds how many calls are in
+    Components run concurrently (each client bounds how many calls are in
     flight); `on_component(index, result)` is called as each one finishes.
-    Results come back in span order.
+    Results come back in span order. Without `settings`, answers are kept
+    short (`LIVE_SETTINGS`); `manager` and `debaters` as in `classify_component`.
     """
     spans = list(segment(text) if spans is None else spans)
     check_spans(text, spans)
-    settings = settings or ClassifierSettings()
+    settings = settings or LIVE_SETTINGS
     if skip_threshold is not None:
         settings = replace(settings, skip_threshold=skip_threshold)
 
     async def one(index: int) -> ComponentResult:
-        result = await classify_component(client, text, spans, index, method, settings=settings, seed=seed)
+        result = await classify_component(
+            client, text, spans, index, method, settings=settings, seed=seed, manager=manager, debaters=debaters
+        )
         if on_component is not None:
             on_component(index, result)
         return result

@@ -2,7 +2,8 @@
 
 Each gold component is one item, classified with the whole essay as context
 and every other gold component masked as <ARG>. Scores are computed over
-every item, an invalid or missing prediction counting as wrong, never dropped.
+every item, an invalid (a label that is none, or one reached through an answer
+cut at its token limit) or missing prediction counting as wrong, never dropped.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class ComponentEvaluation:
     report: ClassificationReport
     components: int
     skipped: int  # debates skipped by a confident Manager
+    truncated: int  # results with an answer cut at its token limit (invalid)
     calls_per_component: float
     cached_calls: int
     seconds_per_component: float  # as measured when each was classified (concurrent calls included)
@@ -43,6 +45,7 @@ class ComponentEvaluation:
             **self.report.as_dict(),
             "components": self.components,
             "skipped": self.skipped,
+            "truncated": self.truncated,
             "calls_per_component": self.calls_per_component,
             "cached_calls": self.cached_calls,
             "seconds_per_component": self.seconds_per_component,
@@ -76,11 +79,12 @@ def evaluate(items: Sequence[TaskItem], results: dict[str, ComponentResult]) -> 
     return ComponentEvaluation(
         report=classification_report(
             [item.reference for item in items],
-            [results[item.key].label if item.key in results else None for item in items],
+            [results[item.key].label if item.key in results and results[item.key].valid else None for item in items],
             LABELS,
         ),
         components=len(items),
         skipped=sum(r.skipped for r in found),
+        truncated=sum(bool(r.truncated) for r in found),
         calls_per_component=mean(r.usage.calls for r in found) if found else 0.0,
         cached_calls=sum(r.usage.cached_calls for r in found),
         seconds_per_component=mean(r.seconds for r in found) if found else 0.0,
@@ -101,7 +105,8 @@ def prediction_rows(items: Sequence[TaskItem], results: dict[str, ComponentResul
             "text": result.span.text, "gold": item.reference, "label": result.label, "raw": result.raw,
             "distribution": result.distribution, "proponent_label": result.proponent_label,
             "opponent_label": result.opponent_label, "judge_distribution": result.judge_distribution,
-            "skipped": result.skipped, "reason": result.reason, "calls": result.usage.calls,
+            "skipped": result.skipped, "truncated": list(result.truncated), "reason": result.reason,
+            "calls": result.usage.calls,
             "seconds": result.seconds,
             "transcript": [{"role": t.role, "label": t.label, "text": t.text} for t in result.transcript],
         })

@@ -1,7 +1,9 @@
 """Prompts of the component classifier (MAD-ACC and its vanilla and chain-of-thought baselines).
 
 The label definitions, the tagging convention, the debaters' instruction and
-the judge's criterion are the seed paper's sentences, used verbatim. Every
+the judge's criterion are the seed paper's sentences, used verbatim. The
+smart-reasoning baseline gets the Judge's definitions and criterion with the
+debate taken out (there are no debaters to weigh). Every
 role shares one system message (task, definitions, the tagged document) and
 differs only in the final user message, so a server's prefix cache reuses
 the document across the manager, the debaters and the judge.
@@ -63,14 +65,25 @@ Evaluate the evidence provided by both Debaters in the transcript against the pr
 of labels. Resolve the ambiguity by verifying which debater provided correct evidence and direction \
 of support, rather than simply aggregating votes. Explain your verdict in at most {words} words."""
 
+SMART = """\
+You are the Judge deciding the label of the target component: <TARGET>{target}</TARGET>
+
+Evaluate the evidence in the document against the provided definitions of labels. Resolve the ambiguity \
+by verifying the evidence and direction of support. Explain your verdict in at most {words} words."""
+
 JUDGE_VERDICT = f"Your verdict: the label of the target component ({LABEL_LIST}) is:"
 
 ROLE_NAMES = {"proponent": "Proponent", "opponent": "Opponent", "judge": "Judge", "reasoning": "Reasoning"}
 
 
+# The most words a turn, a reason or a chain of thought is asked for. A large token limit is
+# room for a reasoning model's hidden thinking, not a request for a longer answer.
+MAX_WORDS = 150
+
+
 def words_for(max_tokens: int) -> int:
-    """A word budget the model can meet within its token limit (about 1.4 tokens per word)."""
-    return max(10, int(max_tokens / 1.4) // 10 * 10)
+    """A word budget the model can meet within its token limit (about 1.4 tokens per word), at most MAX_WORDS."""
+    return max(10, min(MAX_WORDS, int(max_tokens / 1.4) // 10 * 10))
 
 
 def system_message(document: str) -> Message:
@@ -116,6 +129,12 @@ def debater_messages(
         task=task,
         words=words_for(max_tokens),
     )
+    return [system_message(document), {"role": "user", "content": content}]
+
+
+def smart_messages(document: str, target: str, max_tokens: int) -> list[Message]:
+    """The Judge's definitions and criterion without a debate: the smart-reasoning baseline."""
+    content = SMART.format(target=target, words=words_for(max_tokens))
     return [system_message(document), {"role": "user", "content": content}]
 
 

@@ -3,7 +3,9 @@
 A result is stored in the judgment store (task "components") as a `Verdict`:
 label, distribution, raw output, usage and seconds in the verdict's own
 fields; transcript, reason, debaters' labels, the judge's distribution, the
-skip and the span in `data`. Item keys name the text and the component:
+skip, the answers cut at their token limit and the span in `data`. A result
+with a cut answer is an invalid verdict without a label (`data` keeps the
+label it still chose). Item keys name the text and the component:
 "<essay id>/<component id>" for the UKP essays, "text:<sha256 of the
 text>/<start>-<end>" for a labelled free text. The texts themselves live in
 `component_document` (one row per text), so the Components view can show
@@ -32,6 +34,7 @@ from store.components import (
 from store.db import Database
 
 INVALID_REASON = f"the output was not one of {', '.join(LABELS)}"
+TRUNCATED_REASON = "cut at the token limit: {answers}"
 NAME_WORDS = 6
 
 
@@ -64,15 +67,16 @@ def method_of(variant: str) -> str:
 
 def answer_detail(result: ComponentResult) -> str:
     """How the label was reached, for people: the Manager, the debate and the Judge; or the reasoning."""
+    cut = f" (cut at the token limit: {', '.join(result.truncated)})" if result.truncated else ""
     if result.skipped or result.method != "mad":
-        return result.reason
+        return result.reason + cut
     debate = " · ".join(
         f"{ROLE_NAMES[turn.role]} ({turn.label}): {turn.text[:120]}"
         for turn in result.transcript
         if turn.role != "judge"
     )
     manager = " · ".join(f"{label} {p:.2f}" for label, p in result.distribution.items())
-    return f"Manager: {manager}\n{debate}\nJudge: {result.reason}"
+    return f"Manager: {manager}\n{debate}\nJudge: {result.reason}{cut}"
 
 
 def verdict_of(result: ComponentResult) -> Verdict:
@@ -84,14 +88,20 @@ def verdict_of(result: ComponentResult) -> Verdict:
         "judge_distribution": result.judge_distribution,
         "distribution_source": result.distribution_source,
         "skipped": result.skipped,
+        "truncated": list(result.truncated),
+        "label": result.label,  # what a cut answer still chose; the verdict has no label then
         "span": {"start": result.span.start, "end": result.span.end, "text": result.span.text},
     }
+    if result.truncated:
+        invalid_reason = TRUNCATED_REASON.format(answers=", ".join(result.truncated))
+    else:
+        invalid_reason = None if result.valid else INVALID_REASON
     return Verdict(
-        label=result.label,
+        label=result.label if result.valid else None,
         data=data,
         distribution=result.distribution,
         raw=result.raw,
-        invalid_reason=None if result.valid else INVALID_REASON,
+        invalid_reason=invalid_reason,
         detail=answer_detail(result),
         usage=result.usage,
         seconds=result.seconds,
@@ -105,7 +115,7 @@ def result_of(verdict: Verdict, method: str) -> ComponentResult:
     return ComponentResult(
         span=Span(span["start"], span["end"], span["text"]),
         method=method,
-        label=verdict.label,
+        label=data.get("label", verdict.label),
         distribution=dict(verdict.distribution),
         distribution_source=data.get("distribution_source", ""),
         transcript=tuple(Turn(t["role"], t["text"], t.get("label")) for t in data.get("transcript", ())),
@@ -115,6 +125,7 @@ def result_of(verdict: Verdict, method: str) -> ComponentResult:
         opponent_label=data.get("opponent_label"),
         judge_distribution=data.get("judge_distribution") or {},
         skipped=bool(data.get("skipped")),
+        truncated=tuple(data.get("truncated", ())),
         usage=verdict.usage,
         seconds=verdict.seconds,
     )

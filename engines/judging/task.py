@@ -25,6 +25,7 @@ from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 from engines.errors import ArgtuiError
 from engines.judging.verdict import JudgeId, Verdict
 from engines.llm.client import LLMClient
+from engines.llm.profile import BackendProfile
 from store.db import Database
 
 
@@ -93,6 +94,14 @@ class TaskContext(Protocol):
     def data_dir(self) -> Path: ...
 
     def dataset_path(self, name: str) -> Path | None: ...
+
+    def profile(self, name: str | None = None) -> BackendProfile:
+        """A backend profile as configured (the default when None): a task's option may name one."""
+        ...
+
+    async def client(self, name: str | None = None) -> LLMClient:
+        """The client of a backend profile, for a task whose roles run on backends of their own."""
+        ...
 
 
 @runtime_checkable

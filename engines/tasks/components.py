@@ -3,7 +3,11 @@
 An item is one gold component (key "<essay id>/<component id>", the gold
 label its reference), classified with the whole essay as context and every
 other gold component masked as <ARG>. The variants are the methods: mad
-(the debate), vanilla and cot. The Arena draws components of the UKP test
+(the debate), vanilla, cot and smart (smart reasoning: the Judge's rules
+without a debate). The judge profile (`--judge`) runs the Judge and every
+single-agent method; `--manager` and `--debaters` give those MAD-ACC roles
+profiles of their own. Each run reports per-class scores and the confusion
+matrix; `summary` puts the runs of one command into the seed's Table 1. The Arena draws components of the UKP test
 essays when the config names the release folder, otherwise components of
 built-in example paragraphs, without a reference. `label_text` labels a
 free text and stores it under the same judge names.
@@ -20,6 +24,7 @@ from typing import Any, Callable, Sequence
 
 from engines.components import (
     LABELS,
+    METHODS,
     ClassifierSettings,
     ComponentResult,
     Span,
@@ -44,7 +49,7 @@ from engines.judging.evaluate import TaskRun, judge_id
 from engines.judging.task import Option, ReportTable, TaskContext, TaskItem, TaskReport
 from engines.judging.verdict import JudgeId, Verdict
 from engines.llm.client import LLMClient
-from engines.metrics.classification import INVALID
+from engines.metrics.classification import INVALID, ClassificationReport
 from engines.output import write_text_file
 from store.components import JUDGMENT_TASK
 from store.db import Database
@@ -52,6 +57,17 @@ from store.db import Database
 DATASET = "ukp-essays"  # its key in the config file's [datasets] table
 DEFAULT_VOTES = ClassifierSettings.manager_votes
 DEFAULT_TURN_TOKENS = ClassifierSettings.debater_max_tokens
+DEFAULT_JUDGE_TOKENS = ClassifierSettings.judge_max_tokens
+DEFAULT_REASONING_TOKENS = ClassifierSettings.reasoning_max_tokens
+# The counts a judge's name leaves out at their default (check_options drops them).
+COUNT_DEFAULTS = {
+    "votes": DEFAULT_VOTES, "turn_tokens": DEFAULT_TURN_TOKENS, "judge_tokens": DEFAULT_JUDGE_TOKENS,
+    "reasoning_tokens": DEFAULT_REASONING_TOKENS,
+}
+ROLE_OPTIONS = ("manager", "debaters")  # MAD-ACC roles that may run on a profile of their own
+# The seed's Table 1: its rows in its order, and its columns.
+TABLE_ROWS = {"vanilla": "Vanilla", "cot": "Chain-of-Thought", "smart": "Smart Reasoning", "mad": "MAD-ACC"}
+TABLE_COLUMNS = ("method", "Macro F1", "W-F1", "MC", "Claim", "Premise")
 
 EXAMPLE_TEXTS = (
     "Cities should ban private cars from their centres. Traffic in the centre is slow and dangerous, "
@@ -69,12 +85,29 @@ EXAMPLE_TEXTS = (
 
 def settings_of(options: Any) -> ClassifierSettings:
     """The classifier's settings from the task's options (None: the default)."""
-    turn_tokens = options.turn_tokens or DEFAULT_TURN_TOKENS
     return ClassifierSettings(
-        debater_max_tokens=turn_tokens,
-        judge_max_tokens=turn_tokens,
+        debater_max_tokens=options.turn_tokens or DEFAULT_TURN_TOKENS,
+        judge_max_tokens=options.judge_tokens or DEFAULT_JUDGE_TOKENS,
+        reasoning_max_tokens=options.reasoning_tokens or DEFAULT_REASONING_TOKENS,
         manager_votes=options.votes or DEFAULT_VOTES,
         skip_threshold=options.skip_threshold,
+    )
+
+
+async def role_clients(ctx: TaskContext, options: Any) -> dict[str, LLMClient | None]:
+    """The clients of the roles given a profile of their own (None: the judge's)."""
+    return {role: await ctx.client(name) if (name := getattr(options, role)) else None for role in ROLE_OPTIONS}
+
+
+def percent(value: float) -> float:
+    return round(100 * value, 1)
+
+
+def table_row(method: str, scores: ClassificationReport) -> tuple:
+    """One row of the seed's Table 1, in percent."""
+    return (
+        TABLE_ROWS[method], percent(scores.macro_f1), percent(scores.weighted_f1),
+        *(percent(scores.per_class[label].f1) for label in LABELS),
     )
 
 
@@ -99,6 +132,8 @@ class ComponentReport(TaskReport):
     """The report, with every prediction and its transcript for `--output`."""
 
     predictions: tuple[dict, ...] = ()
+    method: str = ""
+    scores: ClassificationReport | None = None
 
 
 class ComponentsTask:
@@ -107,7 +142,9 @@ class ComponentsTask:
     description = (
         "Classify every gold argument component of the UKP Argument Annotated Essays "
         "(whole essay as context, other components masked) and report macro F1, weighted F1, "
-        "per-class F1 and the confusion matrix. Resumable: rerun the same command to continue."
+        "per-class F1 and the confusion matrix, then the methods side by side as the MAD-ACC paper's "
+        "Table 1. --judge runs the Judge and the single-agent methods; --manager and --debaters give "
+        "those roles of mad their own backend. Resumable: rerun the same command to continue."
     )
     limit_help = "only the first N essays of the split"
     output_help = "also write metrics and every prediction with its transcript (JSON)"
@@ -128,14 +165,30 @@ class ComponentsTask:
             type=int, metavar="N", judge_option=True,
         ),
         Option(
-            "turn_tokens",
-            f"mad: token limit of each debate turn and of the judge's reason (default {DEFAULT_TURN_TOKENS})",
+            "manager", "mad: backend profile of the Manager (default: the --judge profile)",
+            metavar="PROFILE", judge_option=True,
+        ),
+        Option(
+            "debaters", "mad: backend profile of the Proponent and the Opponent (default: the --judge profile)",
+            metavar="PROFILE", judge_option=True,
+        ),
+        Option(
+            "turn_tokens", f"mad: token limit of each debater's turn (default {DEFAULT_TURN_TOKENS})",
+            type=int, metavar="N", judge_option=True,
+        ),
+        Option(
+            "judge_tokens",
+            f"mad and smart: token limit of the Judge's reason (default {DEFAULT_JUDGE_TOKENS})",
+            type=int, metavar="N", judge_option=True,
+        ),
+        Option(
+            "reasoning_tokens", f"cot: token limit of the chain of thought (default {DEFAULT_REASONING_TOKENS})",
             type=int, metavar="N", judge_option=True,
         ),
     )
 
     def variants(self) -> tuple[str, ...]:
-        return ("mad", "vanilla", "cot")
+        return ("mad", *(method for method in METHODS if method != "mad"))
 
     def filters(self, ctx: TaskContext) -> dict[str, tuple[str, ...]]:
         return {}
@@ -144,14 +197,27 @@ class ComponentsTask:
         """Checks the settings, and drops those equal to the default so that they name the same judge."""
         if options.skip_threshold is not None and not 0 <= options.skip_threshold <= 1:
             raise ArgtuiError("--skip-threshold must be a probability between 0 and 1")
-        for name, default in (("votes", DEFAULT_VOTES), ("turn_tokens", DEFAULT_TURN_TOKENS)):
+        for name, default in COUNT_DEFAULTS.items():
             value = getattr(options, name)
             if value is not None and value < 1:
                 raise ArgtuiError(f"--{name.replace('_', '-')} must be at least 1")
             if value == default:
                 setattr(options, name, None)
+        for role in ROLE_OPTIONS:
+            if getattr(options, role) == options.judge:  # the judge's own profile: the default
+                setattr(options, role, None)
+        methods = getattr(options, "variant", None)  # `argtui eval`: the methods to run
+        roles = [role for role in ROLE_OPTIONS if getattr(options, role)]
+        if roles and methods and "mad" not in {method.lower() for method in methods}:
+            raise ArgtuiError(
+                f"--{' and --'.join(roles)} set{'s' if len(roles) == 1 else ''} a role of mad: "
+                "add --method mad, or leave it out"
+            )
 
     def items(self, ctx: TaskContext, options: Any) -> list[TaskItem]:
+        for role in ROLE_OPTIONS:  # an unknown profile is named before a backend starts
+            if getattr(options, role):
+                ctx.profile(getattr(options, role))
         essays = load_ukp_essays(data_path(ctx, options.data), options.split, options.limit)
         store_essays(ctx.db, essays)
         return essay_items(essays)
@@ -182,7 +248,7 @@ class ComponentsTask:
         payload: ComponentItem = item.payload
         result = await classify_component(
             client, payload.text, payload.spans, payload.target, variant,
-            settings=settings_of(options), seed=options.seed, key=item.key,
+            settings=settings_of(options), seed=options.seed, key=item.key, **await role_clients(ctx, options),
         )
         return verdict_of(result)
 
@@ -199,7 +265,8 @@ class ComponentsTask:
             "Per-class scores", ("label", "precision", "recall", "F1", "support"),
             tuple((label, s.precision, s.recall, s.f1, s.support) for label, s in report.per_class.items()),
             caption=f"macro F1 {report.macro_f1:.3f}   weighted F1 {report.weighted_f1:.3f}   "
-            f"accuracy {report.accuracy:.3f}   invalid {report.invalid} of {report.n}",
+            f"accuracy {report.accuracy:.3f}   invalid {report.invalid} of {report.n} "
+            f"({evaluation.truncated} cut at the token limit)",
         )
         confusion = ReportTable(
             "Confusion matrix (rows: gold, columns: predicted)", ("gold \\ predicted", *LABELS, INVALID),
@@ -216,18 +283,51 @@ class ComponentsTask:
             ),
             data={"split": options.split, "essays": essays, "method": method, **evaluation.as_dict()},
             predictions=tuple(prediction_rows(items, results)),
+            method=method,
+            scores=report,
+        )
+
+    def summary(self, runs: Sequence[TaskRun]) -> TaskReport:
+        """The seed's Table 1 over the runs of one command: a row per method run, in the seed's order, in percent."""
+        reports: list[ComponentReport] = [run.report for run in runs]  # type: ignore[misc]
+        ranked = sorted(
+            ((run, report) for run, report in zip(runs, reports) if report.scores is not None),
+            key=lambda pair: list(TABLE_ROWS).index(pair[1].method),
+        )
+        rows = tuple(table_row(report.method, report.scores) for _, report in ranked)
+        invalid = "; ".join(f"{TABLE_ROWS[report.method]} {report.scores.invalid}" for _, report in ranked)
+        table = ReportTable(
+            "Table 1: classification performance (%)", TABLE_COLUMNS,
+            tuple((name, *(f"{value:.1f}" for value in values)) for name, *values in rows),
+            caption="overall: Macro F1, W-F1 (weighted F1); class-wise F1: MC (MajorClaim), Claim, Premise",
+        )
+        judges = "; ".join(f"{TABLE_ROWS[report.method]} {run.judge.name}" for run, report in ranked)
+        return TaskReport(
+            title="Methods side by side (Table 1 of the MAD-ACC paper)",
+            tables=(table,),
+            notes=(f"invalid answers (counted wrong): {invalid}", f"judges: {judges}"),
+            data={"rows": [
+                {
+                    "method": report.method, "name": name, "judge": run.judge.name, "macro_f1": macro,
+                    "weighted_f1": weighted, "f1": dict(zip(LABELS, per_class)), "invalid": report.scores.invalid,
+                }
+                for (run, report), (name, macro, weighted, *per_class) in zip(ranked, rows)
+            ]},
         )
 
     def write_output(self, path: Path, runs: Sequence[TaskRun]) -> None:
-        """The metrics and every prediction with its transcript: one object, or a list of them for several methods."""
-        written = [
-            {
-                "metrics": {"judge": run.judge.name, "run_id": run.outcome.run.id, **run.report.data},
-                "predictions": list(run.report.predictions),  # type: ignore[attr-defined]
-            }
-            for run in runs
-        ]
-        write_text_file(path, json.dumps(written[0] if len(written) == 1 else written, indent=2), make_parents=True)
+        """The seed's table, then per method the metrics and every prediction with its transcript."""
+        written = {
+            "table": self.summary(runs).data,
+            "runs": [
+                {
+                    "metrics": {"judge": run.judge.name, "run_id": run.outcome.run.id, **run.report.data},
+                    "predictions": list(run.report.predictions),  # type: ignore[attr-defined]
+                }
+                for run in runs
+            ],
+        }
+        write_text_file(path, json.dumps(written, indent=2), make_parents=True)
 
 
 TASK = ComponentsTask()
@@ -241,13 +341,18 @@ async def label_text(
     options: Any,
     spans: Sequence[Span] | None = None,
     on_component: Callable[[int, ComponentResult], None] | None = None,
+    *,
+    manager: LLMClient | None = None,
+    debaters: LLMClient | None = None,
 ) -> tuple[JudgeId, list[ComponentResult]]:
     """Label every component of a free text (`segment(text)` unless spans are given) and store them
-    under the judge a batch run with the same options would be (`options`: see `default_options`)."""
+    under the judge a batch run with the same options would be (`options`: see `default_options`;
+    its `manager` and `debaters` name the profiles of the clients given for those roles)."""
     TASK.check_options(options)
     judge = await judge_id(TASK, client, method, options)
     results = await label_components(
-        client, text, spans, method, seed=options.seed, on_component=on_component, settings=settings_of(options)
+        client, text, spans, method, seed=options.seed, on_component=on_component, settings=settings_of(options),
+        manager=manager, debaters=debaters,
     )
     save_labelled_text(db, text, results, judge)
     return judge, results
