@@ -70,7 +70,7 @@ REPLY_REFRESH_S = 0.05  # stream the reply at about 20 updates per second
 TICK_S = 0.125  # the spinner and the clocks of running work advance at this pace
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 RETRY_KEY = "Ctrl+R"
-QUESTIONS_KEY = "Ctrl+K"
+QUESTIONS_KEY = "F2"
 UNFINISHED = ("failed", "cancelled")  # what Retry runs again
 
 
@@ -92,7 +92,7 @@ def legend() -> Text:
 
 
 def grice_line(result: GriceRecord | None) -> Text:
-    if result is None:
+    if result is None or not result.metrics:
         return Text("Grice: judging…", style="dim")
     text = Text("Grice: ", style="bold")
     for metric, judgment in result.metrics.items():
@@ -288,7 +288,7 @@ class DebateScreen(Screen):
         Binding("ctrl+l", "focus_input", "Type", show=False),
         Binding("ctrl+g", "next_grice_strategy", "Grice"),
         Binding("ctrl+o", "next_component_method", "Method"),
-        Binding("ctrl+k", "toggle_questions", "Questions"),
+        Binding("f2", "toggle_questions", "Questions"),  # Ctrl+K deletes to the end of the message box
     ]
     DEFAULT_CSS = """
     DebateScreen #claim { padding: 0 1; background: $panel; height: auto; }
@@ -774,10 +774,14 @@ class DebateScreen(Screen):
         for row in view.evidence:
             use = "used" if row.used else "final" if row.final else "sel." if row.selected else ""
             relation = row.relation_found or row.relation or ""
+            # A context row is the hit a chain starts from: shown, never offered for selection.
+            how = Text(f"Q{row.query} {row.strategy}\n{relation}", style="dim")
+            if row.context:
+                how.append("\ncontext", style="italic")
             table.add_row(
                 Text(use, style="bold green" if use == "used" else ""),
-                Text(f"Q{row.query} {row.strategy}\n{relation}", style="dim"),
-                Text.assemble(row.text, (f"\n{row.id} · {row.topic}", "dim")),
+                how,
+                Text.assemble((row.text, "dim" if row.context else ""), (f"\n{row.id} · {row.topic}", "dim")),
             )
         return table
 

@@ -13,6 +13,7 @@ import pytest
 from engines.llm.embedded import EMBEDDED_MODEL_NAME, embedded_server
 from engines.llm.profile import BackendProfile
 from engines.llm.servers import ManagedServer
+from engines.retrieval import RetrievalSettings, open_retriever
 from fakes import FakeServer
 from store import Database
 
@@ -182,3 +183,22 @@ def until():
             await pilot.pause(0.05)
 
     return wait
+
+
+@pytest.fixture(scope="module")
+async def retriever(tmp_path_factory):
+    """The embedded argument index over the bundled corpus, built once per test module."""
+    retriever = await open_retriever(RetrievalSettings(), tmp_path_factory.mktemp("argument-index"))
+    yield retriever
+    await retriever.aclose()
+
+
+@pytest.fixture
+def closed_backend(argtui_home):
+    """A default backend on the discard port: nothing answers, and the message is the same every run."""
+    from argtui.config import load_config
+
+    load_config().add_backend(
+        BackendProfile(name="closed", kind="vllm", base_urls=["http://127.0.0.1:9/v1"], model="m", retries=0),
+        make_default=True,
+    )

@@ -27,7 +27,6 @@ from engines.debate.schemas import SearchPlan, SearchQuery, StrategyAnalysis
 from engines.debate.session import DebateSession
 from engines.grice.types import GriceJudgment, MetricJudgment
 from engines.llm.client import LLMClient
-from engines.retrieval import RetrievalSettings, open_retriever
 from engines.retrieval.types import Argument
 from fakes import FakeServer, chat_reply
 from store.debates import DebateRepository
@@ -35,12 +34,6 @@ from store.grice import GriceRepository
 
 CLAIM = "School uniforms should be mandatory"
 
-
-@pytest.fixture(scope="module")
-async def retriever(tmp_path_factory):
-    retriever = await open_retriever(RetrievalSettings(), tmp_path_factory.mktemp("debate-index"))
-    yield retriever
-    await retriever.aclose()
 
 
 def test_partial_reply_follows_a_streaming_json_object():
@@ -108,13 +101,16 @@ def test_what_a_session_stores_reads_back_as_the_same_records(db):
     bot = BotTurn(
         reply="Bullies find other targets.", words=4, length_action=None, strategy=STRATEGY, queries=[query],
         evidence=[EvidenceItem(argument, "attack", 1, "attacks", 2.5, selected=True, final=True, used=True),
-                  EvidenceItem(Argument("ibm-2", "Unused.", "uniforms"), "text", 1, None, 1.0)],
+                  EvidenceItem(Argument("ibm-2", "Unused.", "uniforms"), "text", 1, None, 1.0),
+                  EvidenceItem(Argument("ibm-3", "A chain's base.", "uniforms"), "support", 1, "supports", 0.5,
+                               context=True)],
         steps=steps, seconds=3.0,
     )
     reply = records.add_reply(debate.id, bot)
     assert reply.steps == steps and reply.seconds == 3.0
-    assert [(row.id, row.tags, row.relation, row.relation_found, row.used) for row in reply.evidence] == [
-        ("ibm-1", ["school"], "attacks", "attacks", True), ("ibm-2", [], None, None, False)]
+    assert [(row.id, row.tags, row.relation, row.relation_found, row.used, row.context) for row in reply.evidence] == [
+        ("ibm-1", ["school"], "attacks", "attacks", True, False), ("ibm-2", [], None, None, False, False),
+        ("ibm-3", [], None, "supports", False, True)]
     judgment = GriceJudgment("BEST", {"quality": MetricJudgment(
         metric="quality", method="Analyzer5", answer="no", p_yes=0.2, rationale="unsupported", raw="No",
         source="logprobs", seconds=0.5)}, seconds=0.6)
@@ -171,6 +167,7 @@ def test_a_debate_stored_by_the_previous_release_loads_and_exports(db):
     _, reply = DebateRecords(repository).turns(debate.id)
     assert reply.steps.strategy == STRATEGY and reply.steps.reply.length_action == "trimmed"
     assert reply.steps.retrieval.graphs[0].edges[0].target == "idea"
+    assert not reply.steps.retrieval.graphs[0].nodes[0].context and not reply.evidence[0].context  # before the flag
     assert reply.steps.selection["SEARCH_1"].arguments == [text] and reply.steps.final.selected()[0][1] == text
     assert reply.grice.metrics["manner"].error == "not yes or no" and reply.grice.calls == 3
 

@@ -32,7 +32,6 @@ from engines.debate.session import DebateSession
 from engines.errors import ArgtuiError
 from engines.llm.client import LLMClient
 from engines.llm.profile import BackendProfile
-from engines.retrieval import RetrievalSettings, open_retriever
 from fakes import FakeServer, Reply, chat_reply, error_reply, schema_instance, stream_reply
 from store.debates import DebateRepository
 from store.llm_cache import ResponseCache
@@ -45,12 +44,6 @@ ECHO = "A string with the response to your last opponent message. This answer ha
 TOO_LONG = " ".join(["word"] * (WORD_LIMIT + 1))
 REPLY_TEMPLATES = (prompts.RESPONSE_GENERATION, prompts.RETRY_NOTE)
 
-
-@pytest.fixture(scope="module")
-async def retriever(tmp_path_factory):
-    retriever = await open_retriever(RetrievalSettings(), tmp_path_factory.mktemp("levels-index"))
-    yield retriever
-    await retriever.aclose()
 
 
 def fake_client(server: FakeServer) -> LLMClient:
@@ -221,8 +214,9 @@ def five_steps(*responses: str, delay_s: float = 0.0):
         if schema["title"] == "Reply":
             named = _choices(props["arguments"]["items"])[1]
             return streamed(json.dumps({"response": next(streams), "justification": "j", "arguments": [named]}))
-        if schema["title"] == "QuerySelection":  # two, so step 4 can pick two
-            return chat_reply(json.dumps({"arguments": _choices(props["arguments"]["items"])[:2],
+        if schema["title"] == "QuerySelection":  # as many as the schema asks for (three of six)
+            count = props["arguments"]["minItems"]
+            return chat_reply(json.dumps({"arguments": _choices(props["arguments"]["items"])[:count],
                                           "justification": "the strongest"}))
         return replace(chat_reply(json.dumps(schema_instance(schema, "school uniforms reduce bullying"))),
                        delay_s=delay_s)

@@ -13,7 +13,6 @@ from textual.widgets import Input, OptionList, RadioButton, RadioSet, Static, Ta
 
 from argtui.app import ArgtuiApp
 from argtui.config import load_config
-from engines.llm.profile import BackendProfile
 from engines.debate.pipeline import STEPS
 from engines.debate.records import DebateRecords
 from engines.grice.questions import METRICS, QUESTIONS
@@ -22,15 +21,6 @@ from store import Database
 from store.debates import DebateRepository
 
 CLAIM = "School uniforms should be mandatory"
-
-
-@pytest.fixture
-def closed_backend(argtui_home):
-    """A default backend on the discard port: nothing answers, and the message is the same every run."""
-    load_config().add_backend(
-        BackendProfile(name="closed", kind="vllm", base_urls=["http://127.0.0.1:9/v1"], model="m", retries=0),
-        make_default=True,
-    )
 
 
 def insert(db: Database, table: str, **values) -> int:
@@ -210,13 +200,14 @@ async def test_the_question_behind_each_grice_answer_is_one_key_away(closed_back
             console.print(screen.query_one("#grice", Static).content)
             return console.export_text()
 
-        await pilot.press("ctrl+k")
+        screen.query_one("#message", Input).focus()  # where a student's keys usually go
+        await pilot.press("f2")
         await pilot.pause()
         assert screen.query_one(TabbedContent).active == "grice-tab"
         assert screen.selected.role == "assistant"  # the reply the answers judge
         shown = grice_panel()
         assert all(QUESTIONS[metric].question in shown for metric in METRICS), shown
         assert shown.index("Quantity  yes") < shown.index(QUESTIONS["quantity"].question) < shown.index("Quality  no")
-        await pilot.press("ctrl+k")
+        await pilot.press("f2")
         await pilot.pause()
         assert "Quantity  yes" in grice_panel() and QUESTIONS["quantity"].question not in grice_panel()

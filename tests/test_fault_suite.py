@@ -22,7 +22,6 @@ from engines.llm.client import LLMClient
 from engines.llm.embedded import EMBEDDED_MODEL_NAME, embedded_server
 from engines.llm.profile import BackendProfile
 from engines.llm.servers import ManagedServer, free_loopback_port
-from engines.retrieval import RetrievalSettings, open_retriever
 from fakes import FakeServer, Reply, chat_reply, error_reply, stream_reply
 from store import Database
 from store.debates import DebateRepository
@@ -103,12 +102,6 @@ def test_the_real_server_killed_mid_batch_pauses_the_run_and_the_rerun_asks_only
 MESSAGE = "School uniforms reduce bullying because nobody is mocked for their clothes."
 ANSWER = "Bullies find other targets than clothes, so uniforms change little about bullying."
 
-
-@pytest.fixture(scope="module")
-async def retriever(tmp_path_factory):
-    retriever = await open_retriever(RetrievalSettings(), tmp_path_factory.mktemp("faults-index"))
-    yield retriever
-    await retriever.aclose()
 
 
 def good_reply(body: dict) -> Reply:

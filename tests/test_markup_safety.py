@@ -40,7 +40,6 @@ from screens.runs import RunsScreen
 from store.critiques import CritiqueRepository
 from store.debates import DebateRepository
 from store.runs import RunRepository
-from test_debate_screen import closed_backend  # noqa: F401  (a fixture)
 from test_terminal_sizes import screen_lines, settle
 
 CLOSE, BOLD, LINK, CLICK = "[/]", "[bold red]x", "[link=file:///etc/passwd]y[/link]", "[@click=app.quit]z[/]"

@@ -159,6 +159,9 @@ async def test_attack_goal_graph_chains_an_attack_on_each_support_argument(retri
         edge("u3", IDEA, "attacks"), edge("u4", IDEA, "supports"), edge("u7", "u4", "attacks"),
     }
     assert [node.strategy for node in graph.nodes] == ["text", "attack", "support", "chain"]
+    # the support argument is only the way to its chain: kept as context, not offered for selection
+    assert [node.argument.id for node in graph.nodes if node.context] == ["u4"]
+    assert [node.strategy for node in graph.candidates()] == ["text", "attack", "chain"]
 
 
 async def test_support_goal_graph_chains_a_support_of_each_attack_argument(retriever):
@@ -167,6 +170,7 @@ async def test_support_goal_graph_chains_a_support_of_each_attack_argument(retri
     assert ids_of(graph, "chain") == ["u6"]  # u6 supports u3, the attack on the idea
     assert edge("u6", "u3", "supports") in graph.edges
     assert [node.strategy for node in graph.nodes] == ["text", "support", "attack", "chain"]
+    assert [node.argument.id for node in graph.nodes if node.context] == ["u3"]
 
 
 async def test_graph_never_repeats_an_argument(retriever):
@@ -175,6 +179,8 @@ async def test_graph_never_repeats_an_argument(retriever):
     assert len(found) == len(set(found)) >= 6
     assert all(edge.source in found and edge.target in {IDEA, *found} for edge in graph.edges)
     assert graph.as_dict()["nodes"][0]["strategy"] == "text"
+    assert [node["context"] for node in graph.as_dict()["nodes"]] == [node.strategy == "support" for node in graph.nodes]
+    assert len(graph.candidates()) == len(graph.nodes) - len(graph.arguments("support")) <= 6  # the paper's six
     with pytest.raises(ValueError):
         await retrieve_for_idea(retriever, BULLYING, "IGNORE")  # type: ignore[arg-type]
 

@@ -34,7 +34,7 @@ from screens.runs import RunsScreen
 from store.critiques import CritiqueRepository
 from store.runs import RunRepository
 from test_components_screen import store_debated_document
-from test_debate_screen import closed_backend, stored_debate  # noqa: F401  (closed_backend is a fixture)
+from test_debate_screen import stored_debate
 from test_leaderboard import insert_judges
 from test_rating_screen import RATED
 

@@ -2,7 +2,8 @@
 
 Each bot turn: (1) discourse and strategy analysis; (2) up to three search
 queries; retrieval of a small argument graph per query with the three SINAI
-strategies; (3) per query, the best three of what was retrieved (queries
+strategies; (3) per query, the best three of the six arguments it offers (the
+hits the chains start from stay in the evidence as context; queries
 concurrently); (4) up to three arguments overall; (5) a reply of at most 60
 words with the arguments it used, streamed. Every step's JSON is schema
 constrained and validated; a step that still fails after its retries ends the
@@ -130,6 +131,7 @@ class EvidenceItem:
     selected: bool = False  # step 3
     final: bool = False  # step 4
     used: bool = False  # step 5
+    context: bool = False  # a hit a chain starts from: shown, never offered to step 3
 
 
 @dataclass
@@ -201,19 +203,17 @@ def partial_reply(raw_json: str) -> str:
 
 
 def render_retrieved(graph: ArgumentGraph) -> str:
-    """Arguments grouped under the strategy headings the step-3 prompt names."""
-    by_id = {node.argument.id: node.argument for node in graph.nodes}
+    """The arguments step 3 chooses from, grouped under the strategy headings its prompt names.
+    A chain goes under the strategy of the hit it starts from (for ATTACK: SUPPORT STRATEGY,
+    "arguments that attack some arguments that support the opponent_idea"); that hit is
+    context and is not listed."""
     groups: dict[str, list[str]] = {heading: [] for heading in STRATEGY_HEADINGS.values()}
-    for node in graph.nodes:
-        if node.strategy == "chain":
-            edge = graph.edges_from(node.argument.id)[0]
-            target = by_id.get(edge.target)
-            base = graph.node(edge.target)
-            heading = STRATEGY_HEADINGS[base.strategy if base else "support"]
-            note = f' ({edge.relation} the argument "{target.text}")' if target else ""
-            groups[heading].append(f"- {node.argument.text}{note}")
-        else:
-            groups[STRATEGY_HEADINGS[node.strategy]].append(f"- {node.argument.text}")
+    for node in graph.candidates():
+        strategy = node.strategy
+        if strategy == "chain":
+            base = graph.node(graph.edges_from(node.argument.id)[0].target)
+            strategy = base.strategy if base else "support"
+        groups[STRATEGY_HEADINGS[strategy]].append(f"- {node.argument.text}")
     return "\n".join(
         f"{heading}:\n" + ("\n".join(lines) if lines else "- (nothing found)")
         for heading, lines in groups.items()
@@ -224,9 +224,10 @@ def evidence_from(graph: ArgumentGraph, query: int) -> list[EvidenceItem]:
     items = []
     for node in graph.nodes:
         edges = graph.edges_from(node.argument.id)
-        items.append(
-            EvidenceItem(node.argument, node.strategy, query, edges[0].relation if edges else None, node.score)
-        )
+        items.append(EvidenceItem(
+            node.argument, node.strategy, query, edges[0].relation if edges else None, node.score,
+            context=node.context,
+        ))
     return items
 
 
@@ -485,7 +486,7 @@ class DebatePipeline(Opponent):
             *(retrieve_for_idea(self.retriever, q.opponent_idea, q.field_to_look, self.k) for q in queries)
         ))
         turn.evidence = [item for i, graph in enumerate(graphs, 1) for item in evidence_from(graph, i)]
-        if not turn.evidence:
+        if not any(graph.candidates() for graph in graphs):
             raise StepError(clock.step, "the argument base returned nothing for any query", "")
         steps.retrieval = RetrievalStep(graphs=[GraphRecord.of(graph) for graph in graphs])
         yield step_finished(clock, turn)
@@ -493,23 +494,23 @@ class DebatePipeline(Opponent):
         # 3 per-query selection, queries concurrently
         clock = self._clock("selection")
         yield StepStarted(clock.step)
-        searched = [(q, g) for q, g in zip(queries, graphs) if g.nodes]
+        # (query number, query, graph) by position: two queries may retrieve equal graphs
+        searched = [(n, q, g) for n, (q, g) in enumerate(zip(queries, graphs), 1) if g.candidates()]
         selections = await clock.run(gathered(
-            *(self._select_for_query(dialogue, strategy, q, g) for q, g in searched)
+            *(self._select_for_query(dialogue, strategy, q, g) for _, q, g in searched)
         ))
-        for (query, graph), (selection, _) in zip(searched, selections):
+        for (query_number, _, _), (selection, _) in zip(searched, selections):
             chosen = set(selection.arguments)
-            query_number = graphs.index(graph) + 1
             for item in turn.evidence:
-                if item.query == query_number and item.argument.text in chosen:
+                if item.query == query_number and not item.context and item.argument.text in chosen:
                     item.selected = True
-        steps.selection = {f"SEARCH_{graphs.index(g) + 1}": s for (_, g), (s, _) in zip(searched, selections)}
+        steps.selection = {f"SEARCH_{n}": s for (n, _, _), (s, _) in zip(searched, selections)}
         yield step_finished(clock, turn, max(a for _, a in selections))
 
         # 4 final selection
         clock = self._clock("final")
         yield StepStarted(clock.step)
-        final, attempts = await clock.run(self._final_selection(dialogue, searched, selections, graphs))
+        final, attempts = await clock.run(self._final_selection(dialogue, searched, selections))
         final_texts = {text for _, text, _ in final.selected()}
         for item in turn.evidence:
             item.final = item.argument.text in final_texts
@@ -550,17 +551,17 @@ class DebatePipeline(Opponent):
             type_of_arguments=strategy.type_of_arguments,
             justification_type=strategy.justification_type,
         )
-        texts = [node.argument.text for node in graph.nodes]
+        texts = [node.argument.text for node in graph.candidates()]
         return await self._structured("selection", prompt, query_selection_model(texts))
 
-    async def _final_selection(self, dialogue, searched, selections, graphs) -> tuple[FinalSelection, int]:
+    async def _final_selection(self, dialogue, searched, selections) -> tuple[FinalSelection, int]:
         blocks, aspects, texts = [], [], []
-        for (query, graph), (selection, _) in zip(searched, selections):
+        for (number, query, _), (selection, _) in zip(searched, selections):
             aspect = f"{query.field_to_look} to {query.opponent_idea}"
             aspects.append(aspect)
             texts.extend(selection.arguments)
             blocks.append(
-                f"SEARCH_{graphs.index(graph) + 1}: "
+                f"SEARCH_{number}: "
                 + json.dumps(
                     {"aspect": aspect, "retrieved_arguments": selection.arguments,
                      "justification": selection.justification},

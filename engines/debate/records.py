@@ -57,6 +57,7 @@ class ArgumentRecord(Record):
 class GraphNodeRecord(ArgumentRecord):
     strategy: str  # text | attack | support | chain
     score: float = 0.0
+    context: bool = False  # a hit a chain starts from, not offered to step 3 (rows before the flag: False)
 
 
 class GraphEdgeRecord(Record):
@@ -79,7 +80,7 @@ class GraphRecord(Record):
             idea=graph.idea,
             goal=graph.goal,
             nodes=[GraphNodeRecord(**ArgumentRecord.fields_of(node.argument), strategy=node.strategy,
-                                   score=node.score) for node in graph.nodes],
+                                   score=node.score, context=node.context) for node in graph.nodes],
             edges=[GraphEdgeRecord(source=edge.source, target=edge.target, relation=edge.relation)
                    for edge in graph.edges],
         )
@@ -95,13 +96,14 @@ class EvidenceRow(ArgumentRecord):
     selected: bool = False  # step 3
     final: bool = False  # step 4
     used: bool = False  # step 5
+    context: bool = False  # a hit a chain starts from, shown but not offered to step 3 (rows before the flag: False)
 
     @classmethod
     def of(cls, item: EvidenceItem) -> EvidenceRow:
         return cls(
             **ArgumentRecord.fields_of(item.argument), strategy=item.strategy, query=item.query,
             relation_found=item.relation, score=item.score, selected=item.selected, final=item.final,
-            used=item.used,
+            used=item.used, context=item.context,
         )
 
 

@@ -3,12 +3,13 @@ retrieved texts (a JSON-schema enum), so every selected argument maps to an id."
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
 
 # Bounds keep a small model from rambling; the paper asks for brief justifications.
 JUSTIFICATION = Field(max_length=300)
+SELECTED_PER_QUERY = 3  # step 3 "selects the top three" of what one query retrieved
 
 Tone = Literal["Neutral", "Respectful", "Assertive/Critical", "Inquisitive"]
 Style = Literal["Academic", "Colloquial", "Socratic", "Logical", "Rhetorical"]
@@ -53,7 +54,7 @@ class SearchPlan(BaseModel):
 
 
 class QuerySelection(BaseModel):
-    """Step 3 for one query: the best (up to) three retrieved arguments."""
+    """Step 3 for one query: the best three retrieved arguments (all of them when fewer were retrieved)."""
 
     arguments: list[str]
     justification: str
@@ -95,11 +96,22 @@ def _one_of(texts: list[str]):
     return Literal[tuple(dict.fromkeys(texts))]  # type: ignore[valid-type]
 
 
+def _distinct(texts: list[str]) -> list[str]:
+    # A JSON-schema grammar cannot forbid a repeat (uniqueItems is not enforced), and a small
+    # model repeats often enough that rejecting one failed its turns twice over: a repeat is dropped.
+    return list(dict.fromkeys(texts))
+
+
 def query_selection_model(texts: list[str]) -> type[QuerySelection]:
+    """Exactly three arguments of `texts` (all of them when there are fewer); a repeat counts once."""
+    choices = list(dict.fromkeys(texts))
+    count = min(SELECTED_PER_QUERY, len(choices))
     return create_model(
         "QuerySelection",
         __base__=QuerySelection,
-        arguments=(list[_one_of(texts)], Field(min_length=1, max_length=3)),
+        arguments=(
+            Annotated[list[_one_of(choices)], AfterValidator(_distinct)], Field(min_length=count, max_length=count)
+        ),
         justification=(str, JUSTIFICATION),
     )
 

@@ -16,6 +16,12 @@ For an idea the bot wants to ATTACK or SUPPORT:
     attack — found through the `supports` field with the attack argument's text
     ("one supporting argument for its corresponding attack").
 
+Step 3 chooses from six of them, as the paper counts: text, the goal's own relation
+(attack for ATTACK, support for SUPPORT) and the chains. The hits the chains start from
+(support for ATTACK, attack for SUPPORT) are the way to the chains, not answers: their
+nodes are marked `context`, kept in the graph (and the evidence) to show how each chain
+was found, and left out of what step 3 is offered.
+
 No argument appears twice. The relational strategies pick first (in the goal's
 order), the text strategy next and the chains last, so an argument matched
 both by a relation field and by similarity keeps the edge that says how it
@@ -46,6 +52,7 @@ class GraphNode:
     argument: Argument
     strategy: Strategy
     score: float
+    context: bool = False  # a hit a chain starts from: shown, not offered for selection
 
 
 @dataclass(frozen=True)
@@ -67,6 +74,10 @@ class ArgumentGraph:
     def arguments(self, strategy: Strategy | None = None) -> list[Argument]:
         return [node.argument for node in self.nodes if strategy is None or node.strategy == strategy]
 
+    def candidates(self) -> list[GraphNode]:
+        """The nodes step 3 chooses from: every node but the context ones."""
+        return [node for node in self.nodes if not node.context]
+
     def node(self, argument_id: str) -> GraphNode | None:
         return next((node for node in self.nodes if node.argument.id == argument_id), None)
 
@@ -78,7 +89,8 @@ class ArgumentGraph:
             "idea": self.idea,
             "goal": self.goal,
             "nodes": [
-                {"strategy": node.strategy, "score": node.score, **node.argument.as_dict()} for node in self.nodes
+                {"strategy": node.strategy, "score": node.score, "context": node.context, **node.argument.as_dict()}
+                for node in self.nodes
             ],
             "edges": [asdict(edge) for edge in self.edges],
         }
@@ -123,7 +135,7 @@ async def retrieve_for_idea(
     edges: list[GraphEdge] = []
     for strategy in ("text", *_first_hop_order(goal)[:2]):
         for hit in picked[strategy]:
-            nodes.append(GraphNode(hit.argument, strategy, hit.score))
+            nodes.append(GraphNode(hit.argument, strategy, hit.score, context=strategy == base))
             if strategy in _RELATION:
                 edges.append(GraphEdge(hit.argument.id, IDEA, _RELATION[strategy]))
     for argument, hits in zip(bases, chain_hits):
