@@ -30,7 +30,7 @@ from engines.llm.client import LLMClient
 from fakes import FakeServer, Reply, chat_reply, disconnect
 from store import Database
 from store.critiques import DIMENSIONS, JUDGE, CritiqueRepository, NewCritique, NewPosition, copy_v1
-from store.judgments import JudgmentRepository
+from store.judgments import JudgmentRepository, options_digest
 from store.llm_cache import ResponseCache
 from store.runs import RunRepository, RunState
 
@@ -245,11 +245,9 @@ def test_copy_v1_carries_old_judge_ratings_into_the_judgment_store(db):
 def test_the_previous_release_s_judge_is_in_the_agreement_after_copy_v1(tmp_path):
     path = tmp_path / "argtui.sqlite3"
     shutil.copy(Path(__file__).parent / "data" / "argtui-v1.sqlite3", path)  # written by that release
-    db = Database(path)
+    db = Database(path)  # opening copies its `eval critiques --limit 2` run on the embedded model
     try:
-        with db.engine.begin() as conn:
-            assert copy_v1(conn) == 2  # its `eval critiques --limit 2` run on the embedded model
-        judge = "SmolLM2-135M-Instruct@embedded simple"
+        judge = f"SmolLM2-135M-Instruct@embedded simple #{options_digest({'max_tokens': 320})}"  # its answer limit then
         assert rater_names(db) == ["demo-crowd-mace", "demo-crowd-wa", judge]
         rows = {row.compared: row for row in build_report(db, "demo-crowd-wa", resamples=10).versus_reference}
         assert (rows[judge].shared, rows[judge].missing) == (2, 49) and "embedded:simple" not in rows
