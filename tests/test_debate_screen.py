@@ -135,7 +135,7 @@ async def test_a_component_opens_to_its_transcript(closed_backend, argtui_home):
 
 @pytest.mark.llm
 async def test_start_a_debate_send_a_message_and_see_reply_judgments_and_labels(argtui_home, llama_profile):
-    load_config().add_backend(llama_profile.model_copy(update={"name": "test-llama"}), make_default=True)
+    load_config().add_backend(llama_profile.model_copy(update={"name": "test-llama", "timeout_s": 300}), make_default=True)
     app = ArgtuiApp()
     async with app.run_test(size=(120, 40)) as pilot:
         await app.push_screen(NewDebateScreen())
