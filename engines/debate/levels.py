@@ -52,8 +52,8 @@ SIDE_VOTES = 5  # arguments that vote on the topic nearest a claim and on the st
 QUICK_MAX_TOKENS = 120  # some 90 words: a draft still going there is too long anyway
 QUICK_DIALOGUE_TURNS = 4  # level 1 sees the last turns only, so its prompt stays short and starts fast
 # The embedded model's default (benchmarks/bench_debate_levels.py, two cores): level 0
-# answers in milliseconds, level 1 starts its text within a second and ends in about 4 s,
-# level 2 takes about a minute. Level 1 is fast enough, but the tiny model's drafts that
+# answers in milliseconds, level 1 starts its text within half a second and ends in about 2 s,
+# level 2 takes half a minute or more. Level 1 is fast enough, but the tiny model's drafts that
 # pass the checks still mostly argue the student's side or are no reply at all; level 0
 # always gives a written argument on the bot's side.
 EMBEDDED_LEVEL = 0
@@ -70,15 +70,15 @@ async def counter_arguments(retriever: Retriever, setup: DebateSetup, message: s
     negation of the base's "we should abandon school uniforms"). With no topic near, as
     the organisers' baseline: arguments whose attacked claim matches the message.
     """
-    topic, student = setup.claim, "supports" if setup.user_side == "pro" else "attacks"
-    if not await retriever.search(message, topic=topic, k=1):
-        topic, student = await _nearest_side(retriever, setup.claim, message)
+    bot_side = "attacks" if setup.user_side == "pro" else "supports"
+    hits = await retriever.search(message, topic=setup.claim, relation=bot_side, k=k)
+    if hits:
+        return hits
+    topic, student = await _nearest_side(retriever, setup.claim, message)
     if topic is not None:
         opposite = "attacks" if student == "supports" else "supports"
         hits = await retriever.search(message, topic=topic, relation=opposite, k=k)
-        if hits:
-            return hits
-    return await retriever.search(message, field="attacks", k=k)
+    return hits or await retriever.search(message, field="attacks", k=k)
 
 
 async def _nearest_side(retriever: Retriever, claim: str, message: str) -> tuple[str | None, str | None]:
@@ -228,10 +228,15 @@ def get_level(number: int) -> OpponentLevel:
     raise ArgtuiError(f"no opponent level {number}: the levels are {', '.join(str(known.number) for known in LEVELS)}")
 
 
+def _tiny_model(profile: BackendProfile) -> bool:
+    """The embedded model, started by argtui or served elsewhere: two shared CPU cores' worth."""
+    return profile.embedded or profile.model == EMBEDDED_MODEL_NAME
+
+
 def default_level(profile: BackendProfile) -> int:
     """The tiny embedded model gets the level a student can use at interactive speed; any
     other backend (vLLM, a configured server) the five steps."""
-    return EMBEDDED_LEVEL if profile.embedded or profile.model == EMBEDDED_MODEL_NAME else FULL_LEVEL
+    return EMBEDDED_LEVEL if _tiny_model(profile) else FULL_LEVEL
 
 
 def labels_during_reply(profile: BackendProfile) -> bool:
@@ -239,7 +244,7 @@ def labels_during_reply(profile: BackendProfile) -> bool:
     shares two CPU cores with everything: labelling alongside made each of the bot's steps
     several times slower (benchmarks/bench_debate_levels.py), so there the reply goes first
     and the labels follow with the Grice judging. A GPU server batches them at little cost."""
-    return not (profile.embedded or profile.model == EMBEDDED_MODEL_NAME)
+    return not _tiny_model(profile)
 
 
 def opponent(number: int, client: LLMClient, retriever: Retriever, **options) -> Opponent:
