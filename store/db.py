@@ -153,6 +153,10 @@ class Database:
             self.engine = create_engine(url, pool_pre_ping=True, connect_args={"options": "-c timezone=UTC"})
         self.location = str(self.path) if self.path else self.engine.url.render_as_string(hide_password=True)
         self._writer = self.engine.execution_options(**{_WRITE: True})
+        # A read session sees one snapshot, so rows another process commits between its
+        # statements (an import publishing positions, then their critiques) never half-appear.
+        # SQLite's deferred BEGIN (`_begin_sqlite`) gives that already.
+        self._reader = self.engine if self.path else self.engine.execution_options(isolation_level="REPEATABLE READ")
         _register_tables()
         try:
             self._initialise()
@@ -221,8 +225,8 @@ class Database:
 
     @contextmanager
     def read(self) -> Iterator[Session]:
-        """A session that only reads: it never waits for a writer."""
-        with Session(self.engine, expire_on_commit=False) as session:
+        """A session that only reads, from one snapshot: it never waits for a writer."""
+        with Session(self._reader, expire_on_commit=False) as session:
             yield session
 
     @contextmanager

@@ -7,6 +7,7 @@ import json
 
 import pytest
 from sqlalchemy.exc import DatabaseError
+from sqlmodel import select
 
 from argtui.app import ArgtuiApp
 from argtui.cli import main
@@ -15,7 +16,9 @@ from engines.critiques.files import import_critiques
 from engines.llm.servers import free_loopback_port
 from screens.rating import RatingScreen
 from store import Database, StoreError
-from store.critiques import CritiqueError, CritiqueRepository, NewCritique, NewPosition, NewRating
+from store.critiques import (
+    Critique, CritiqueError, CritiquePosition, CritiqueRepository, NewCritique, NewPosition, NewRating,
+)
 from store.judgments import JudgmentRepository, NewJudgment
 from store.llm_cache import ResponseCache
 from store.migrations import SCHEMA_VERSION, write_schema_version
@@ -38,6 +41,21 @@ def test_the_schema_version_is_kept_and_a_newer_one_refused(db_url, store_db):
         write_schema_version(conn, SCHEMA_VERSION + 1)
     with pytest.raises(StoreError, match="newer than this argtui"):
         Database(db_url)
+
+
+def test_a_read_session_sees_one_snapshot_while_another_process_commits(db_url, store_db):
+    repo = CritiqueRepository(store_db)
+    repo.import_items([NewPosition("p1", "P.")], [NewCritique("c1", "p1", "C.")], [])
+    other = Database(db_url)  # another process's connection
+    try:
+        with store_db.read() as session:
+            before = len(session.exec(select(CritiquePosition)).all())
+            CritiqueRepository(other).import_items([NewPosition("p2", "Q.")], [NewCritique("c2", "p2", "D.")], [])
+            critiques = session.exec(select(Critique)).all()
+        assert (before, len(critiques)) == (1, 1)  # not the critique of a position it did not see
+        assert len(repo.positions()) == 2  # a new session sees the import
+    finally:
+        other.close()
 
 
 def test_ratings_revisions_and_their_rules(store_db):
