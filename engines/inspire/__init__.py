@@ -1,0 +1,1 @@
+"""InspireScore: subjective scores, logical validity and factual truthfulness of debate turns."""
