@@ -1,28 +1,24 @@
 """The `argtui` command: no arguments launches the app; subcommands do batch work.
 
 Subcommands live in `argtui/commands/`, one module each, with a
-`register(subparsers)` function; they are found at start-up.
+`register(subparsers)` function; they are found at start-up. Only the command
+being run is imported and registered: the others are listed by the name and
+help their `register` declares, read from the module's source, so `argtui
+--help` loads none of their dependencies.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib
 import pkgutil
 import sys
-
-from rich.console import Console
-from rich.text import Text
+from dataclasses import dataclass
+from pathlib import Path
 
 import argtui.commands
 from argtui import __version__
-from argtui.config import Paths
-from argtui.logs import log_to_file
-from engines.errors import ArgtuiError
-from store import StoreError
-
-err_console = Console(stderr=True)
-
 
 # Subcommands that group several tasks: a module named `<group>_<task>.py` in
 # argtui/commands registers `argtui <group> <task>` (e.g. eval_pairwise.py).
@@ -34,7 +30,73 @@ GROUPS = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+@dataclass(frozen=True)
+class CommandModule:
+    """One module of argtui/commands: the command it adds, under its group if it has one."""
+
+    module: str
+    command: str  # what follows `argtui`: the group for a group module
+    help: str | None  # what `register` passes as help=, when the source says it plainly
+
+
+def command_modules() -> list[CommandModule]:
+    """Every command module, the eval group's generator first (the other groups' members join it)."""
+    folder = Path(argtui.commands.__path__[0])
+    found = []
+    for name in sorted(m.name for m in pkgutil.iter_modules(argtui.commands.__path__)):
+        group = name.split("_", 1)[0]
+        if name == "eval" or (group in GROUPS and "_" in name):
+            found.append(CommandModule(name, group, GROUPS[group]))
+        else:
+            found.append(CommandModule(name, *_declared_parser(folder / f"{name}.py", name)))
+    return sorted(found, key=lambda c: c.module != "eval")
+
+
+def _declared_parser(path: Path, module: str) -> tuple[str, str | None]:
+    """The name and help of the first `add_parser(...)` in the module's `register`, from its source."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    constants = {
+        target.id: node.value.value
+        for node in tree.body if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+        for target in node.targets if isinstance(target, ast.Name)
+    }
+    register = next(
+        (node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "register"), None
+    )
+    for node in ast.walk(register) if register else ():
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "add_parser" and node.args:
+            name = _literal(node.args[0], constants)
+            help_text = next((_literal(k.value, constants) for k in node.keywords if k.arg == "help"), None)
+            if isinstance(name, str):
+                return name, help_text if isinstance(help_text, str) else None
+    return module, None
+
+
+def _literal(node: ast.expr, constants: dict) -> object:
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        return constants.get(node.id)
+    return None
+
+
+def selected_command(argv: list[str]) -> str | None:
+    """The command word of `argv` (after any top-level options), or None."""
+    tokens = iter(argv)
+    for token in tokens:
+        if token == "--backend":
+            next(tokens, None)
+        elif not token.startswith("-"):
+            return token
+    return None
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser for `argv`: the selected command registered in full, the others listed by name.
+
+    A command the source does not name plainly is registered in full too, so it is never missing.
+    """
+    argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(
         prog="argtui",
         description="Terminal debate trainer and judge console. Without a command, opens the app.",
@@ -42,32 +104,56 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"argtui {__version__}")
     parser.add_argument("--backend", help="backend profile for the app (default: the configured default)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    modules = sorted(m.name for m in pkgutil.iter_modules(argtui.commands.__path__))
+    wanted = selected_command(argv)
     group_parsers: dict = {}
-    if "eval" in modules:  # the eval group is generated from the task registry
-        modules.remove("eval")
-        importlib.import_module("argtui.commands.eval").register(subparsers)
-        group_parsers["eval"] = next(
-            action for action in subparsers.choices["eval"]._actions
-            if isinstance(action, argparse._SubParsersAction)
-        )
-    for name in modules:
-        group = name.split("_", 1)[0]
-        if group in GROUPS and "_" in name:
-            if group not in group_parsers:
-                group_parser = subparsers.add_parser(group, help=GROUPS[group])
-                group_parsers[group] = group_parser.add_subparsers(
-                    dest=f"{group}_task", metavar="TASK", required=True
+    for entry in command_modules():
+        if entry.command != wanted and entry.help is not None:
+            if entry.command not in subparsers.choices:
+                subparsers.add_parser(entry.command, help=entry.help, add_help=False)
+            continue
+        register = importlib.import_module(f"argtui.commands.{entry.module}").register
+        if entry.module == "eval":  # the eval group is generated from the task registry
+            register(subparsers, argv)
+            group_parsers["eval"] = _subcommands(subparsers.choices["eval"])
+        elif entry.command in GROUPS:
+            if entry.command not in group_parsers:
+                group_parser = subparsers.add_parser(entry.command, help=GROUPS[entry.command])
+                group_parsers[entry.command] = group_parser.add_subparsers(
+                    dest=f"{entry.command}_task", metavar="TASK", required=True
                 )
-            importlib.import_module(f"argtui.commands.{name}").register(group_parsers[group])
+            register(group_parsers[entry.command])
         else:
-            importlib.import_module(f"argtui.commands.{name}").register(subparsers)
+            register(subparsers)
+    return parser
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> argparse._SubParsersAction | None:
+    return next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+
+
+def _innermost_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The (sub)parser that parsed the last command word of `args`."""
+    while (action := _subcommands(parser)) is not None and getattr(args, action.dest, None) in action.choices:
+        parser = action.choices[getattr(args, action.dest)]
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # argparse would name the top-level usage; the command's own is the helpful one
+        _innermost_parser(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
+    # Imported only when a command runs: `argtui --help` and usage errors need none of it.
+    from rich.console import Console
+    from rich.text import Text
+
+    from argtui.config import Paths
+    from argtui.logs import log_to_file
+    from engines.errors import ArgtuiError
+    from store import StoreError
+
+    err_console = Console(stderr=True)
     try:
         log_to_file(Paths.resolve().data_dir)
         if args.command is None:

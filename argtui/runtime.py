@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from argtui.config import Config, load_config
 from engines.debate.settings import DebateSettings
@@ -20,8 +21,9 @@ from engines.retrieval.backends import open_retriever
 from engines.retrieval.settings import RetrievalSettings
 from engines.retrieval.types import ProgressCallback, Retriever
 from engines.secrets import redact
-from store import Database
-from store.llm_cache import ResponseCache
+
+if TYPE_CHECKING:  # the store loads SQLAlchemy: imported on the first database use, not at start-up
+    from store import Database
 
 
 DATABASE_URL_ENV = "ARGTUI_DATABASE_URL"  # e.g. postgresql://user@host/argtui: one database for a team
@@ -40,6 +42,8 @@ class Runtime:
     @property
     def db(self) -> Database:
         if self._db is None:
+            from store import Database
+
             self._db = Database(os.environ.get(DATABASE_URL_ENV) or self.config.paths.database)
         return self._db
 
@@ -77,6 +81,8 @@ class Runtime:
         profile = await self.resolve(name)
         client = self._clients.get(profile.name)
         if client is None or client.profile.base_urls != profile.base_urls:
+            from store.llm_cache import ResponseCache
+
             client = LLMClient(profile, ResponseCache(self.db))
             self._clients[profile.name] = client
         return client

@@ -15,6 +15,7 @@ locks make concurrent writers wait, never fail.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import pkgutil
 import sqlite3
@@ -104,13 +105,16 @@ def upsert_rows(
     """Insert rows, replacing the columns `replaced` of rows that share `keys` (either dialect)."""
     if not rows:
         return
-    dialect = sqlite if conn.dialect.name == "sqlite" else postgresql
+    conn.execute(_upsert_statement(conn.dialect.name, table, tuple(keys), tuple(replaced)), list(rows))
+
+
+@functools.cache
+def _upsert_statement(dialect_name: str, table: Table, keys: tuple[str, ...], replaced: tuple[str, ...]) -> Any:
+    # Built once: building `excluded` costs more than executing the statement for a few rows.
+    dialect = sqlite if dialect_name == "sqlite" else postgresql
     statement = dialect.insert(table)
-    conn.execute(
-        statement.on_conflict_do_update(
-            index_elements=list(keys), set_={name: statement.excluded[name] for name in replaced}
-        ),
-        list(rows),
+    return statement.on_conflict_do_update(
+        index_elements=list(keys), set_={name: statement.excluded[name] for name in replaced}
     )
 
 

@@ -1,21 +1,30 @@
-"""The persistent LLM response cache: one row per (request key, sample index)."""
+"""The persistent LLM response cache: one row per (request key, sample index).
+
+Writes go through a write-behind buffer (`store/write_behind.py`): answers
+arrive hundreds a second in batch judging, so a process killed with kill -9
+loses at most the last `FLUSH_INTERVAL_S` of them, and a rerun asks the server
+again for only those.
+"""
 
 from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlmodel import Field, SQLModel
 
 from store.db import Database, upsert_rows
+from store.write_behind import FLUSH_INTERVAL_S, WriteBehind
+
+__all__ = ["FLUSH_INTERVAL_S", "LLMCacheEntry", "ResponseCache"]
 
 
 class LLMCacheEntry(SQLModel, table=True):
     __tablename__ = "llm_cache"
 
-    key: str = Field(primary_key=True, description="sha256 of (model, messages, params, sample index)")
-    model: str = Field(index=True)
+    key: str = Field(primary_key=True, description="sha256 of model+messages+params+sample index")
+    model: str = ""
     response_json: str
     created_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
 
@@ -23,30 +32,48 @@ class LLMCacheEntry(SQLModel, table=True):
 class ResponseCache:
     """Key-value access to the cache; values are JSON-serialisable dicts.
 
-    Uses Core statements rather than ORM objects: it sits on the hot path of
-    batch judging.
+    Uses Core statements built once rather than ORM objects: it sits on the hot
+    path of batch judging.
     """
 
     def __init__(self, db: Database):
         self._db = db
         self._engine = db.engine
         self._table = LLMCacheEntry.__table__
+        self._select = select(self._table.c.response_json).where(self._table.c.key == bindparam("key"))
+        self._pending: WriteBehind[str, dict] = WriteBehind(self._write, "cached answers")
 
     def get(self, key: str) -> dict | None:
+        row = self._pending.get(key)
+        if row is not None:
+            return json.loads(row["response_json"])
         with self._engine.connect() as conn:
-            row = conn.execute(
-                select(self._table.c.response_json).where(self._table.c.key == key)
-            ).first()
-        return json.loads(row[0]) if row else None
+            stored = conn.execute(self._select, {"key": key}).first()
+        return json.loads(stored[0]) if stored else None
 
     def put(self, key: str, model: str, response: dict) -> None:
-        row = dict(
+        self._pending.put(key, dict(
             key=key, model=model, response_json=json.dumps(response, separators=(",", ":")),
             created_at=datetime.now(timezone.utc),
-        )
+        ))
+
+    def _write(self, rows: list[dict]) -> None:
         with self._db.connection() as conn:
-            upsert_rows(conn, self._table, [row], ("key",), ("model", "response_json", "created_at"))
+            upsert_rows(conn, self._table, rows, ("key",), ("model", "response_json", "created_at"))
+
+    @property
+    def unflushed(self) -> int:
+        """Answers put but not yet written."""
+        return len(self._pending)
+
+    def flush(self) -> None:
+        """Write every buffered answer in one transaction."""
+        self._pending.flush()
+
+    def close(self) -> None:
+        self.flush()
 
     def count(self) -> int:
+        self.flush()
         with self._engine.connect() as conn:
             return conn.exec_driver_sql("SELECT count(*) FROM llm_cache").scalar_one()

@@ -7,6 +7,7 @@ import json
 import os
 import uuid
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -95,16 +96,22 @@ def fake_server() -> FakeServer:
         yield fake
 
 
-@pytest.fixture(scope="session")
-def llama_server(tmp_path_factory) -> ManagedServer:
-    """The real embedded llama-server with SmolLM2, once per test session."""
-    server = embedded_server(tmp_path_factory.mktemp("llama") / "llama-server.log")
+def running_embedded_server(folder: Path, *flags: str) -> Iterator[ManagedServer]:
+    """A real embedded llama-server (SmolLM2) with extra command-line `flags`, ready while iterated."""
+    server = embedded_server(folder / "llama-server.log")
+    server.command += list(flags)
     server.start()
     try:
         asyncio.run(server.wait_ready(timeout_s=120))
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory) -> Iterator[ManagedServer]:
+    """The real embedded llama-server with SmolLM2, once per test session."""
+    yield from running_embedded_server(tmp_path_factory.mktemp("llama"))
 
 
 @pytest.fixture

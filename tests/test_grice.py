@@ -377,7 +377,7 @@ def rad_files(folder: Path) -> tuple[Path, Path]:
 def test_the_task_is_registered_with_best_first_and_the_eval_flags():
     assert task("grice") is TASK and TASK.variant_flag == "strategy"
     assert TASK.variants()[0] == "BEST" and sorted(TASK.variants()) == sorted(STRATEGIES)
-    assert {o.name for o in TASK.options if o.judge_option} == {"votes", "no_rationale"}
+    assert {o.name for o in TASK.options if o.judge_option} == {"votes", "no_rationale", "layout"}
     assert TASK.labels == ("yes", "no")
 
 
@@ -407,6 +407,15 @@ def test_the_pool_is_part_of_the_judge(tmp_path):
     builtin = TASK.judge_variant("FSL1", default_options(TASK))
     own = TASK.judge_variant("FSL1", default_options(TASK, pool_debates=debates, pool_labels=labels))
     assert builtin.startswith("FSL1 pool=builtin:") and own.startswith("FSL1 pool=debates.jsonl:") and builtin != own
+
+
+async def test_the_shared_layout_is_part_of_the_judge_and_the_seed_layout_keeps_its_name():
+    async with LLMClient(BackendProfile(name="gpu", model="org/m-7b", base_urls=["http://127.0.0.1:9/v1"])) as client:
+        seed = await judge_id(TASK, client, "BEST", default_options(TASK))
+        named_seed = await judge_id(TASK, client, "BEST", default_options(TASK, layout="seed"))
+        shared = await judge_id(TASK, client, "BEST", default_options(TASK, layout="shared"))
+    assert seed == named_seed and "#" not in seed.name
+    assert shared.variant == seed.variant and shared.name != seed.name
 
 
 def _judgment(values: dict[str, float | None]) -> GriceJudgment:

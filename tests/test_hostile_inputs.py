@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from argtui.cli import main
 from engines.critiques.files import import_critiques, read_critiques
-from engines.datasets import DataFormatError, read_csv_rows
+from engines.datasets import DataFormatError, read_csv_columns, read_csv_rows
 from engines.datasets.rad import read_rad_debates, read_rad_labels
 from store.critiques import CritiqueRepository
 
@@ -109,3 +109,19 @@ def test_random_json_lines_give_a_named_error_or_a_valid_file(tmp_path, value):
             reader(path)
         except DataFormatError as exc:
             assert str(path) in str(exc)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.binary(max_size=300).map(lambda body: b"a,b,c\n" + body))
+def test_the_column_reader_reads_and_refuses_what_the_row_reader_does(tmp_path, data):
+    """read_csv_columns (large files, no dict per row) gives the rows, or the error, of read_csv_rows."""
+    path = write(tmp_path / "t.csv", data)
+
+    def outcome(read):
+        try:
+            return list(read())
+        except DataFormatError as exc:
+            return (exc.line, exc.field, str(exc))
+
+    by_rows = outcome(lambda: ((line, (row["c"], row["a"])) for line, row in read_csv_rows(path, ("c", "a"))))
+    assert outcome(lambda: read_csv_columns(path, ("c", "a"))) == by_rows

@@ -461,3 +461,23 @@ async def test_an_index_import_that_fails_midway_rolls_back(tmp_path):
         await run_write(lambda report: index.import_arguments(iter_rad_arguments(bad), 3, RAD_SOURCE, str(bad), report))
     retriever = TantivyRetriever(index)
     assert await retriever.count() == 2 and await retriever.get(["9.9"]) == []
+
+
+def test_a_lazy_webis_corpus_reads_a_dimension_when_used_and_names_its_problems(tmp_path):
+    root = tmp_path / "webis"
+    write_webis_release(root)
+    (root / "Webis-ArgQuality-20-Full" / "webis-argquality20-arguments.csv").write_text(
+        "\n".join([WEBIS_HEADER, webis_row(1), webis_row(2, "Vans deliver goods.")]) + "\n")
+    (root / "Webis-ArgQuality-20-Raw" / "webis-argquality20-raw-rhetorical.csv").write_text(
+        "Discussion ID A,Argument ID A,Discussion ID B,Argument ID B,Comparison\n10,1,10,x,A\n")
+    corpus = load_webis(root, lazy=True)  # the rhetorical file is damaged, the dialectical one missing
+    assert list(corpus.comparisons) == ["logical", "rhetorical", "dialectical"]
+    assert [(c.a, c.b, c.label) for c in corpus.comparisons["logical"]] == [((10, 1), (10, 2), "A")]
+    with pytest.raises(DataFormatError) as damaged:
+        corpus.comparisons["rhetorical"]
+    assert (damaged.value.line, damaged.value.field) == (2, "Argument ID B")
+    assert "raw-rhetorical.csv" in str(damaged.value)
+    with pytest.raises(DataFormatError, match="file not found"):
+        corpus.comparisons["dialectical"]
+    with pytest.raises(DataFormatError, match="raw-rhetorical.csv, line 2"):
+        load_webis(root)  # read at once

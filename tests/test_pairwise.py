@@ -422,3 +422,12 @@ def test_eval_pairwise_stores_judgments_and_a_rerun_sends_no_request(capsys):
         assert len(fake.received) == sent  # not one HTTP request
         assert (again["judged_now"], again["resumed"], again["usage"]["calls"]) == (0, 2, 0)
         assert again["table"] == first["table"] and again["run_id"] == first["run_id"]
+
+
+def test_separate_runs_draw_their_seeds_from_the_prompt_and_the_run():
+    from engines.pairwise.judge import run_seed
+
+    one, other = [{"role": "user", "content": "pair 1"}], [{"role": "user", "content": "pair 2"}]
+    seeds = {run_seed(chat, run) for chat in (one, other) for run in range(3)}
+    assert len(seeds) == 6 and all(0 <= seed < 2**31 for seed in seeds)
+    assert run_seed(one, 1) == run_seed([dict(one[0])], 1)  # fixed for a rerun

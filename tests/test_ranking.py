@@ -9,7 +9,9 @@ import pytest
 from scipy import optimize, stats
 
 from engines.datasets.webis import DIMENSIONS, load_webis
+from engines.metrics import ranking as ranking_module
 from engines.metrics.ranking import (
+    DEFAULT_ALPHA,
     aligned,
     bradley_terry,
     grouped_bradley_terry,
@@ -101,6 +103,59 @@ def test_aligned_keeps_only_shared_items_in_order():
     items, first, second = aligned({"a": 1.0, "b": 2.0, "c": 3.0}, {"c": 30.0, "a": 10.0})
     assert items == ["a", "c"]
     assert list(first) == [1.0, 3.0] and list(second) == [10.0, 30.0]
+
+
+def random_groups(sizes, comparisons_per_item, seed):
+    """Labelled comparisons in groups of the given sizes, drawn from random strengths."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for group, size in enumerate(sizes):
+        strength = rng.normal(size=size)
+        for _ in range(size * comparisons_per_item // 2):
+            a, b = rng.choice(size, 2, replace=False)
+            draw = rng.random()
+            p_a = 1 / (1 + np.exp(strength[b] - strength[a]))
+            rows.append((group, f"i{a}", f"i{b}", "Tie" if draw < 0.1 else "A" if draw < 0.1 + 0.9 * p_a else "B"))
+    return rows
+
+
+def choix_centred(rows, alpha):
+    """choix's dense ILSR on one group's rows, centred, by item."""
+    items = sorted({x for _, a, b, _ in rows for x in (a, b)})
+    index = {item: i for i, item in enumerate(items)}
+    wins = np.zeros((len(items), len(items)))
+    for _, a, b, label in rows:
+        share = {"A": 1.0, "B": 0.0, "Tie": 0.5}[label]
+        wins[index[a], index[b]] += share
+        wins[index[b], index[a]] += 1 - share
+    params = choix.ilsr_pairwise_dense(wins, alpha=alpha)
+    return dict(zip(items, params - params.mean()))
+
+
+@pytest.mark.parametrize("alpha", [0.0005, 0.05])
+def test_batched_groups_of_different_sizes_match_choix_group_by_group(alpha):
+    """Groups padded into shared batches (sizes across several batches) each fit as on their own."""
+    sizes = [2, 3, 7, 30, 31, 64, 120]
+    rows = random_groups(sizes, comparisons_per_item=12, seed=3)
+    fitted = ranking_module._fit_groups(rows, alpha)
+    for group in range(len(sizes)):
+        reference = choix_centred([r for r in rows if r[0] == group], alpha)
+        assert [fitted[(group, item)] for item in reference] == pytest.approx(list(reference.values()), abs=1e-6)
+
+
+def test_large_groups_take_the_sparse_solver_and_get_the_same_fit(monkeypatch):
+    rows = random_groups([150], comparisons_per_item=10, seed=5)
+    dense = bradley_terry((a, b, label) for _, a, b, label in rows)
+    monkeypatch.setattr(ranking_module, "DENSE_GROUP_LIMIT", 100)
+    sparse = bradley_terry((a, b, label) for _, a, b, label in rows)
+    reference = choix_centred(rows, DEFAULT_ALPHA)
+    assert [sparse[item] for item in reference] == pytest.approx([dense[item] for item in reference], abs=1e-6)
+    assert [sparse[item] for item in reference] == pytest.approx(list(reference.values()), abs=1e-6)
+
+
+def test_alpha_must_be_positive():
+    with pytest.raises(ValueError, match="alpha must be positive"):
+        bradley_terry(ROWS, alpha=0.0)
 
 
 @pytest.mark.parametrize("dimension", DIMENSIONS)

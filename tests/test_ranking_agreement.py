@@ -10,6 +10,7 @@ import pytest
 from scipy import stats
 
 from engines.metrics.agreement import (
+    _resampled_correlations,
     cohen_kappa,
     compare_judges,
     correlation_intervals,
@@ -110,3 +111,68 @@ def test_judge_vs_judge_table_uses_the_shared_items():
     assert table[("j1", "j2")].scores.spearman == pytest.approx(0.5)
     assert table[("j1", "j3")].scores is None
     assert table[("j2", "j3")].labels.n == 1
+
+
+@pytest.mark.parametrize("name", ["pearson", "spearman", "kendall"])
+def test_all_resamples_at_once_give_scipys_correlation_of_each_resample(name):
+    """Ties within x, copies of an item within a resample, and a resample of one repeated item."""
+    rng = np.random.default_rng(4)
+    x = rng.integers(0, 6, 40).astype(float)
+    y = x + rng.integers(0, 3, 40)
+    rows = rng.integers(0, 40, (60, 40))
+    rows[0] = 7  # constant: undefined
+    expected = [getattr(stats, {"pearson": "pearsonr", "spearman": "spearmanr", "kendall": "kendalltau"}[name])(
+        x[r], y[r]).statistic if np.ptp(x[r]) and np.ptp(y[r]) else np.nan for r in rows]
+    got = _resampled_correlations(name, x, y, rows)
+    assert np.isnan(got[0]) and np.isnan(expected[0])
+    assert got[1:] == pytest.approx(expected[1:], abs=1e-9)
+
+
+def test_label_agreement_matches_the_krippendorff_package_and_a_direct_kappa():
+    import krippendorff
+
+    rng = np.random.default_rng(8)
+    labels = np.array(["A", "B", "Tie", None], dtype=object)
+    first = list(labels[rng.integers(0, 4, 500)])
+    second = [a if rng.random() < 0.6 else labels[rng.integers(0, 4)] for a in first]
+    result = label_agreement(first, second)
+    codes = {"A": 0, "B": 1, "Tie": 2, None: 3}  # None is the category "invalid" here
+    data = np.array([[codes[a] for a in first], [codes[b] for b in second]], dtype=float)
+    assert result.alpha == pytest.approx(krippendorff.alpha(reliability_data=data, level_of_measurement="nominal"))
+    observed = np.mean(data[0] == data[1])
+    chance = sum(np.mean(data[0] == c) * np.mean(data[1] == c) for c in range(4))
+    assert result.kappa == pytest.approx((observed - chance) / (1 - chance))
+    assert result.percent == pytest.approx(observed)
+    assert result.invalid == sum(1 for a, b in zip(first, second) if a is None or b is None)
+
+
+def test_a_report_without_bootstrap_intervals_imports_no_scipy_stats():
+    """Correlations are computed with numpy: scipy.stats costs a short run half a second."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from engines.pairwise.evaluation import evaluate, expert_judgments\n"
+        "from engines.pairwise.run import load_corpus, select_items\n"
+        "corpus = load_corpus()\n"
+        "report = evaluate(corpus, 'experts', expert_judgments(select_items(corpus, limit=50)), resamples=0)\n"
+        "assert all(d.scores.n > 2 and d.scores.kendall == d.scores.kendall for d in report.dimensions)\n"
+        "print('scipy.stats' in sys.modules)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["False"]
+
+
+@pytest.mark.parametrize("n", [2, 3, 17, 400])
+def test_point_estimates_with_ties_match_scipy(n):
+    rng = np.random.default_rng(n)
+    x = rng.integers(0, 4, n).astype(float)
+    x[:2] = [0.0, 3.0]  # never constant
+    y = np.round(x + rng.normal(size=n), 1)
+    y[:2] = [0.0, 5.0]
+    result = score_agreement(x, y)
+    assert result.pearson == pytest.approx(stats.pearsonr(x, y).statistic, abs=1e-12)
+    assert result.spearman == pytest.approx(stats.spearmanr(x, y).statistic, abs=1e-12)
+    assert result.kendall == pytest.approx(stats.kendalltau(x, y).statistic, abs=1e-12)

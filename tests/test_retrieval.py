@@ -36,10 +36,12 @@ from engines.retrieval.elastic import (
     redact_url,
 )
 from engines.retrieval.embedded import (
+    RELATION_TEXT_WORDS,
     SCHEMA,
     EmbeddedIndex,
     IndexBusy,
     TantivyRetriever,
+    _rarest,
     ensure_embedded_index,
     run_write,
 )
@@ -426,3 +428,25 @@ async def test_a_real_elasticsearch_cluster_runs_the_same_strategies():
     finally:
         await retriever.client.indices.delete(index=retriever.index, ignore_unavailable=True)
         await retriever.aclose()
+
+
+
+async def test_a_long_relation_query_counts_only_its_rarest_words_in_the_text(tmp_path):
+    """A chain hop queries with a whole argument: its text part keeps the rarest words (in query
+    order), where the common ones would cost most and add least; the claim still decides."""
+    common = [f"common{n}" for n in range(RELATION_TEXT_WORDS)]
+    corpus = [
+        arg("claim", "zebra crossing", attacks="uniforms"),
+        arg("no-claim", "zebra crossing yak"),
+        *(arg(f"filler-{n}", " ".join(common[: n % len(common) + 1])) for n in range(40)),
+    ]
+    index = EmbeddedIndex(tmp_path / "index")
+    index.create(corpus, len(corpus))
+    retriever = TantivyRetriever(index)
+    searcher = retriever._searcher()
+    query_words = ["common0", "zebra", *common[1:], "yak"]
+    # common0 is in every filler, common7 in the fewest of them: the two commonest drop out
+    assert _rarest(searcher, "text", query_words, RELATION_TEXT_WORDS) == ["zebra", *common[2:], "yak"]
+    assert _rarest(searcher, "text", query_words[:3], RELATION_TEXT_WORDS) == query_words[:3]
+    query = " ".join(query_words) + " uniforms"
+    assert ids(await retriever.search(query, field="attacks", k=2)) == ["claim"]

@@ -5,6 +5,8 @@ built so that every strategy finds two arguments; a scripted backend records the
 
 from __future__ import annotations
 
+from collections import Counter
+
 import json
 
 import pytest
@@ -162,7 +164,10 @@ async def test_a_selection_of_two_when_six_are_offered_is_rejected_and_asked_aga
     fake_server.answer = scripted(selection_size=2)
     failure = (await run_turn(fake_server, retriever))[-1]
     assert failure.step == "selection" and "invalid output after 2 attempts" in failure.error
-    assert len(selection_prompts(fake_server)) == 4  # two queries, each asked twice
+    # The query that failed first was asked twice; the other one's second ask may be cancelled with
+    # the turn before it reaches the server.
+    asked = Counter(selection_prompts(fake_server))
+    assert len(asked) == 2 and sorted(asked.values())[-1] == 2 and sum(asked.values()) >= 3
 
 
 def test_the_schema_demands_exactly_three_arguments_when_three_or_more_are_offered():

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Awaitable, Callable, TypeVar
+from typing import TYPE_CHECKING, Awaitable, Callable, TypeVar
 
-from argtui.runtime import Runtime
+if TYPE_CHECKING:
+    from argtui.runtime import Runtime
 
 T = TypeVar("T")
 
 
 def run_with_runtime(work: Callable[[Runtime], Awaitable[T]]) -> T:
     """Run `work` on a fresh Runtime in its own event loop, always closing it."""
+    from argtui.runtime import Runtime  # imported when a command runs, not when `argtui --help` lists them
 
     async def runner() -> T:
         runtime = Runtime()

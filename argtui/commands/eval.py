@@ -4,8 +4,11 @@ options in one place; `argtui eval --list` prints the tasks and their variants."
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich import box
 from rich.console import Console
@@ -17,8 +20,11 @@ from argtui.progress import batch_progress_bar
 from argtui.runtime import Runtime
 from engines.errors import ArgtuiError
 from engines.judging.evaluate import TaskRun, run_task
-from engines.judging.task import Task, TaskReport, canonical_variant, tasks
+from engines.judging.task import Task, TaskItem, TaskReport, canonical_variant, tasks
 from engines.output import write_text_file
+
+if TYPE_CHECKING:
+    from engines.llm.client import LLMClient
 
 HELP = "run a judge over a dataset and report agreement with the reference"
 
@@ -30,13 +36,26 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def register(subparsers) -> None:
+def register(subparsers, argv: list[str] | None = None) -> None:
+    """`argtui eval` with a subcommand per task; given the command line, only the task it names."""
     parser = subparsers.add_parser("eval", help=HELP, description=HELP + ". Interrupted runs resume when rerun.")
     parser.add_argument("--list", action="store_true", help="print the tasks and their variants")
     parser.set_defaults(handler=_list_or_usage, eval_parser=parser)
     task_parsers = parser.add_subparsers(dest="eval_task", metavar="TASK")
-    for task in tasks():
+    for task in _tasks_for(argv or []):
         _add_task(task_parsers, task)
+
+
+def _tasks_for(argv: list[str]) -> list[Task]:
+    """The task `argtui eval TASK …` names, imported alone (every task's dependencies together
+    cost a run about half a second), or every task: for --list, --help and unknown names."""
+    words = argv[argv.index("eval") + 1:] if "eval" in argv else []
+    word = next((w for w in words if not w.startswith("-")), None)
+    if word is not None and word.isidentifier() and importlib.util.find_spec(f"engines.tasks.{word}") is not None:
+        named = getattr(importlib.import_module(f"engines.tasks.{word}"), "TASK", None)
+        if named is not None and named.name == word:
+            return [named]
+    return tasks()
 
 
 def _add_task(subparsers, task: Task) -> None:
@@ -57,6 +76,12 @@ def _add_task(subparsers, task: Task) -> None:
                         help="items judged at once (default: what keeps the backend's slots busy)")
     parser.add_argument("--output", type=Path, metavar="PATH", help=getattr(task, "output_help", "write the reports as JSON"))
     parser.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
+    batch = parser.add_mutually_exclusive_group()
+    batch.add_argument("--export-requests", type=Path, metavar="FILE",
+                       help="write the LLM requests the run still needs (none the cache answers) as OpenAI "
+                            "batch JSONL, for vLLM's run-batch or a hosted batch API; nothing is sent")
+    batch.add_argument("--import-results", type=Path, metavar="FILE",
+                       help="load a batch output file into the response cache; then run the eval again")
     for option in task.options:
         kwargs: dict = {"help": option.help, "dest": option.name}
         if option.kind == "flag":
@@ -88,6 +113,8 @@ def _list_or_usage(args) -> int:
 
 
 def _eval(task: Task, args) -> int:
+    if args.import_results:
+        return _import_results(args.import_results, args.json)
     variants = [canonical_variant(task, v) for v in (args.variant or [task.variants()[0]])]
     check = getattr(task, "check_options", None)
     if check is not None:
@@ -101,6 +128,8 @@ def _eval(task: Task, args) -> int:
             Console().print(Text.assemble((report.title, "bold")))
             print_report(Console(), report)
         return 0
+    if args.export_requests:
+        return run_with_runtime(lambda runtime: _export_requests(runtime, task, variants, args))
     runs = run_with_runtime(lambda runtime: _run(runtime, task, variants, args))
     if args.output:
         writer = getattr(task, "write_output", None)
@@ -124,7 +153,8 @@ def _eval(task: Task, args) -> int:
     return 0
 
 
-async def _run(runtime: Runtime, task: Task, variants: list[str], args) -> list[TaskRun]:
+async def _prepare(runtime: Runtime, task: Task, args) -> tuple[list[TaskItem], LLMClient, dict]:
+    """The items, the judge's client and the run's selection."""
     items = task.items(runtime, args)  # read and checked before a backend starts
     if not items:
         raise ArgtuiError(f"task {task.name!r}: nothing to judge with these options")
@@ -133,6 +163,11 @@ async def _run(runtime: Runtime, task: Task, variants: list[str], args) -> list[
         option.name: _plain(getattr(args, option.name, None))
         for option in task.options if not (option.judge_option or option.report_option)
     }}
+    return items, client, selection
+
+
+async def _run(runtime: Runtime, task: Task, variants: list[str], args) -> list[TaskRun]:
+    items, client, selection = await _prepare(runtime, task, args)
     results = []
     for variant in variants:
         with batch_progress_bar(f"{task.name} {variant}") as show:
@@ -141,6 +176,63 @@ async def _run(runtime: Runtime, task: Task, variants: list[str], args) -> list[
                 selection=selection, concurrency=args.concurrency, on_progress=show,
             ))
     return results
+
+
+async def _export_requests(runtime: Runtime, task: Task, variants: list[str], args) -> int:
+    from engines.judging.runner import RunDeferred
+    from engines.llm.batch import deferring, write_requests
+
+    items, client, selection = await _prepare(runtime, task, args)
+    waiting = 0
+    with deferring(client) as log:
+        for variant in variants:
+            with batch_progress_bar(f"{task.name} {variant}") as show:
+                try:
+                    await run_task(runtime, task, client, variant, args, items,
+                                   selection=selection, concurrency=args.concurrency, on_progress=show)
+                except RunDeferred as deferred:
+                    waiting += deferred.deferred
+    written = write_requests(args.export_requests, log, runtime.db)
+    answers = sum(len(request.sample_keys) for request in log.requests)
+    if args.json:
+        print(json.dumps({"task": task.name, "file": str(args.export_requests), "requests": written,
+                          "answers": answers, "items_waiting": waiting}, indent=2))
+    elif written:
+        Console().print(Text(
+            f"{written} requests ({answers} answers) for {waiting} items written to {args.export_requests}. "
+            f"Run them as a batch (e.g. vllm run-batch -i {args.export_requests} -o RESULTS --model "
+            f"{await client.model()}), load the output with the same command and --import-results RESULTS, "
+            "then run it again without either option. A judge of several steps (reasons, then answers; "
+            "debate rounds) exports its next step on that run, until a run completes with zero calls."
+        ))
+    else:
+        Console().print(Text(
+            f"No request is missing: the cache and the store answer every item ({args.export_requests} is empty). "
+            "Run the command without --export-requests for the report."
+        ))
+    return 0
+
+
+def _import_results(path: Path, as_json: bool) -> int:
+    from engines.llm.batch import import_results
+    from store.llm_cache import ResponseCache
+
+    async def work(runtime: Runtime):
+        return import_results(path, runtime.db, ResponseCache(runtime.db))
+
+    report = run_with_runtime(work)
+    if as_json:
+        print(json.dumps({"file": str(path), "lines": report.lines, "requests": report.requests,
+                          "answers": report.answers, "skipped": [str(p) for p in report.problems]}, indent=2))
+    else:
+        errors = Console(stderr=True, soft_wrap=True)  # one line per problem
+        for problem in report.problems:
+            errors.print(Text(f"skipped: {problem}"))
+        Console().print(Text(
+            f"{report.answers} answers of {report.requests} requests from {path} stored in the response cache; "
+            f"{len(report.problems)} of {report.lines} lines skipped. Run the eval again to use them."
+        ))
+    return 1 if report.problems else 0
 
 
 def _plain(value):

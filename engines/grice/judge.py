@@ -5,9 +5,13 @@ from the logprobs of the answer token, or from the share of votes when
 `votes > 1`; the answer is yes when P(yes) >= 0.5, the official threshold),
 then, if the answer is valid, one short call that asks for the rationale in
 the same conversation (so it shares the prompt's prefix).
+The prompt `layout` (engines/grice/prompts.py) is the seed's order or `shared`,
+which starts the four metric prompts of a turn with the same debate block.
 Without a pool, the examples are the built-in pool's, drawn with the default seed.
 Analyzer strategies first need their stage-1 reasons, which are derived once
-and cached (`ReasonCache`). The four metrics of a turn run concurrently.
+and cached (`ReasonCache`). The four metrics of a turn run concurrently, except with
+the shared layout on llama-server: there they run one after the other, so that
+each finds the debate block in the slot the previous one left it in.
 
 Strategies (seed 001): ZSL; FSL1 (one yes example, then one no example) and
 FSL2 (no first); Analyzer-k for k = 1, 3, 5; BEST = ZSL for relation,
@@ -25,6 +29,7 @@ from typing import Callable, Literal, Sequence
 from engines.errors import ArgtuiError
 from engines.grice.pool import ExamplePool, prompt_pool
 from engines.grice.prompts import (
+    DEFAULT_LAYOUT,
     Message,
     analyzer_messages,
     fsl_messages,
@@ -109,17 +114,17 @@ def check_pool(strategy: str, pool: ExamplePool) -> None:
 
 def judge_messages(
     metric: str, method: Method, context: GriceContext, pool: ExamplePool,
-    reasons: AnalyzerReasons | None = None,
+    reasons: AnalyzerReasons | None = None, layout: str = DEFAULT_LAYOUT,
 ) -> list[Message]:
     """The yes/no prompt of a metric under a method (Analyzer: with its stage-1 reasons)."""
     if method.kind == "ZSL":
-        return zsl_messages(metric, context)
+        return zsl_messages(metric, context, layout)
     if method.kind == "FSL":
         [yes], [no] = pool.examples_for(metric, 1, 1), pool.examples_for(metric, 0, 1)
-        return fsl_messages(metric, context, [yes, no] if method.positive_first else [no, yes])
+        return fsl_messages(metric, context, [yes, no] if method.positive_first else [no, yes], layout)
     if reasons is None:
         raise ValueError(f"{method.name} needs its stage-1 reasons")
-    return analyzer_messages(metric, context, reasons.yes, reasons.no)
+    return analyzer_messages(metric, context, reasons.yes, reasons.no, layout)
 
 
 DEFAULT_REASONS = ReasonCache()  # in memory for the process; pass a cache with a store to persist
@@ -135,6 +140,7 @@ async def judge_metric(
     reasons: ReasonCache | None = None,
     votes: int = 1,
     rationale: bool = True,
+    layout: str = DEFAULT_LAYOUT,
 ) -> MetricJudgment:
     """One Grice question on one turn."""
     started = time.perf_counter()
@@ -153,7 +159,7 @@ async def judge_metric(
         if stage1.reasons is None:
             return finished(answer=None, p_yes=None, rationale="", raw=stage1.raw, error=stage1.error)
         analyzer_reasons = stage1.reasons
-    messages = judge_messages(metric, method, context, pool, analyzer_reasons)
+    messages = judge_messages(metric, method, context, pool, analyzer_reasons, layout)
 
     sampling = Sampling(temperature=0.0 if votes == 1 else VOTE_TEMPERATURE)
     choice = await client.choose(messages, CHOICE_LABELS, sampling, votes=votes)
@@ -191,6 +197,7 @@ async def judge_turn(
     votes: int = 1,
     rationale: bool = True,
     metrics: Sequence[str] = METRICS,
+    layout: str = DEFAULT_LAYOUT,
 ) -> GriceJudgment:
     """The Grice questions (all four unless `metrics` says which) on one bot turn;
     `on_metric` is called as each metric finishes."""
@@ -200,13 +207,19 @@ async def judge_turn(
     async def one(metric: str) -> MetricJudgment:
         judgment = await judge_metric(
             client, context, metric, methods[metric], pool,
-            reasons=reasons, votes=votes, rationale=rationale,
+            reasons=reasons, votes=votes, rationale=rationale, layout=layout,
         )
         if on_metric is not None:
             on_metric(judgment)
         return judgment
 
-    judgments = await asyncio.gather(*(one(metric) for metric in metrics))
+    if layout == "shared" and len(metrics) > 1 and await client.kind() == "llamacpp":
+        # A llama-server slot reuses only its own cache: metrics started together land on
+        # different slots and each computes the debate block (benchmarks/bench_judgment_tokens.py).
+        # vLLM shares cached blocks across requests, so there they start together.
+        judgments = [await one(metric) for metric in metrics]
+    else:
+        judgments = await asyncio.gather(*(one(metric) for metric in metrics))
     return GriceJudgment(
         strategy=strategy,
         metrics={j.metric: j for j in judgments},

@@ -14,6 +14,12 @@ the paper's description.
 retrieved arguments, each in its own delimited block, every message and
 argument on one line, so that text inside them cannot pose as a speaker's turn
 or close a block.
+
+Two layouts send these words. `seed` is the templates as printed. `shared`
+moves `{debate_dialogue}` to the top of the message and keeps every sentence of
+the template after it, in the template's order: the four metric prompts of a
+turn (and their rationale requests) then begin with the same bytes, which a
+server's prefix cache computes once instead of four times.
 """
 
 from __future__ import annotations
@@ -55,6 +61,10 @@ ANALYZER_STAGE1_TEMPLATE = (
     "\"Respond with yes if ...\", and \"no\", a clause that completes the sentence \"Respond with no if ...\"."
 )
 RATIONALE_REQUEST = "Explain your answer in one or two sentences."
+
+LAYOUTS = ("seed", "shared")
+DEFAULT_LAYOUT = "seed"
+DIALOGUE_FIELD = "{debate_dialogue}\n"
 
 # Budgets keep prompts inside a small model's context (the embedded server has 4096 tokens a slot).
 DIALOGUE_MAX_CHARS = 8000  # the turn under judgment: oldest messages are left out first
@@ -109,6 +119,17 @@ def render_dialogue(context: GriceContext, budget: DialogueBudget = FULL) -> str
     )
 
 
+def laid_out(template: str, layout: str) -> str:
+    """A judging template in a layout: `seed` as printed; `shared` with the debate block
+    first and the template's sentences after it, each as printed and in the same order."""
+    if layout == "seed":
+        return template
+    if layout != "shared":
+        raise ValueError(f"unknown Grice prompt layout {layout!r}; choose one of {', '.join(LAYOUTS)}")
+    before, after = template.split(DIALOGUE_FIELD)
+    return DIALOGUE_FIELD + before + after
+
+
 def _fields(metric: str) -> dict[str, str]:
     question = QUESTIONS[metric]
     return {
@@ -118,15 +139,19 @@ def _fields(metric: str) -> dict[str, str]:
     }
 
 
-def zsl_prompt(metric: str, context: GriceContext, budget: DialogueBudget = FULL) -> str:
-    return ZSL_TEMPLATE.format(**_fields(metric), debate_dialogue=render_dialogue(context, budget))
+def zsl_prompt(
+    metric: str, context: GriceContext, budget: DialogueBudget = FULL, layout: str = DEFAULT_LAYOUT
+) -> str:
+    return laid_out(ZSL_TEMPLATE, layout).format(**_fields(metric), debate_dialogue=render_dialogue(context, budget))
 
 
-def zsl_messages(metric: str, context: GriceContext) -> list[Message]:
-    return [{"role": "user", "content": zsl_prompt(metric, context)}]
+def zsl_messages(metric: str, context: GriceContext, layout: str = DEFAULT_LAYOUT) -> list[Message]:
+    return [{"role": "user", "content": zsl_prompt(metric, context, layout=layout)}]
 
 
-def fsl_messages(metric: str, context: GriceContext, examples: list[GriceExample]) -> list[Message]:
+def fsl_messages(
+    metric: str, context: GriceContext, examples: list[GriceExample], layout: str = DEFAULT_LAYOUT
+) -> list[Message]:
     """Each example is an earlier exchange: the ZSL prompt on the example, answered with its label.
 
     The examples come first, so every turn judged on a metric shares that prefix
@@ -134,9 +159,9 @@ def fsl_messages(metric: str, context: GriceContext, examples: list[GriceExample
     """
     messages: list[Message] = []
     for example in examples:
-        messages.append({"role": "user", "content": zsl_prompt(metric, example.context, COMPACT)})
+        messages.append({"role": "user", "content": zsl_prompt(metric, example.context, COMPACT, layout)})
         messages.append({"role": "assistant", "content": "Yes" if example.labels[metric] else "No"})
-    return messages + zsl_messages(metric, context)
+    return messages + zsl_messages(metric, context, layout)
 
 
 def _reason_clause(text: str) -> str:
@@ -145,8 +170,10 @@ def _reason_clause(text: str) -> str:
     return re.sub(r"^(respond with (yes|no) )?if\s+", "", clause, flags=re.IGNORECASE)
 
 
-def analyzer_messages(metric: str, context: GriceContext, reasons_yes: str, reasons_no: str) -> list[Message]:
-    prompt = ANALYZER_TEMPLATE.format(
+def analyzer_messages(
+    metric: str, context: GriceContext, reasons_yes: str, reasons_no: str, layout: str = DEFAULT_LAYOUT
+) -> list[Message]:
+    prompt = laid_out(ANALYZER_TEMPLATE, layout).format(
         **_fields(metric),
         answer_model_step1={"yes": _reason_clause(reasons_yes), "no": _reason_clause(reasons_no)},
         debate_dialogue=render_dialogue(context),

@@ -10,8 +10,11 @@ command or a screen:
   the log, the user gets one line;
 * DONE when every item has a stored verdict.
 
-Each verdict is stored the moment it arrives (invalid ones too), so a rerun
-of the same command judges only what is missing, and the response cache
+Verdicts (invalid ones too) are stored through a write-behind buffer: the
+ones of each `FLUSH_INTERVAL_S` in one transaction, and all of them before
+every state change (PAUSED, FAILED, DONE, a cancellation, SIGTERM) and at
+exit. So a rerun of the same command judges only what is missing (after a
+`kill -9`, the verdicts of the last interval too), and the response cache
 answers any call that was in flight at the interruption.
 """
 
@@ -29,13 +32,15 @@ from engines.errors import ArgtuiError
 from engines.judging.store import JudgmentStore
 from engines.judging.task import TaskItem
 from engines.judging.verdict import JudgeId, Verdict
+from engines.llm.batch import RequestDeferred
 from engines.llm.types import BackendError, Usage
 from store.db import Database
 from store.runs import BatchRun, RunRepository, RunState
+from store.write_behind import WriteBehind
 
 log = logging.getLogger("argtui.runs")
-SAVE_INTERVAL_S = 1.0
-TERMINATED = "terminated (SIGTERM)"  # how often progress is written for the Runs screen to follow
+SAVE_INTERVAL_S = 1.0  # how often progress is written for the Runs screen to follow
+TERMINATED = "terminated (SIGTERM)"
 
 
 @dataclass(frozen=True)
@@ -79,6 +84,14 @@ class RunPaused(ArgtuiError):
             f"paused after {progress.done}/{progress.total} items: {cause}. "
             "Finished items are stored; run the same command again to resume."
         )
+
+
+class RunDeferred(RunPaused):
+    """Items whose calls went to a batch file (`engines.llm.batch`): they have no verdict yet."""
+
+    def __init__(self, progress: RunProgress, deferred: int):
+        self.deferred = deferred
+        super().__init__(progress, f"{deferred} items wait for batch results")
 
 
 class RunFailed(ArgtuiError):
@@ -125,10 +138,10 @@ async def run_tracked(
     stored = store.load(spec.judge, keys)
     todo = [item for item in items if item.key not in stored]
     verdicts: dict[str, Verdict] = dict(stored)
-    counts = {"invalid": sum(1 for v in stored.values() if not v.valid), "now": 0}
+    counts = {"invalid": sum(1 for v in stored.values() if not v.valid), "now": 0, "deferred": 0}
     usage = Usage()
     started = time.perf_counter()
-    saved_at = 0.0
+    written = {"done": len(stored), "invalid": counts["invalid"], "at": time.monotonic()}  # what the database holds
 
     def progress(state: RunState = RunState.RUNNING) -> RunProgress:
         return RunProgress(
@@ -136,13 +149,20 @@ async def run_tracked(
             counts["invalid"], usage, state,
         )
 
-    def report(force: bool = False) -> None:
-        nonlocal saved_at
+    def write(rows: list[tuple[str, Verdict, str | None]]) -> None:
+        store.save(spec.judge, rows, run.id)
+        written["done"] += len(rows)
+        written["invalid"] += sum(not verdict.valid for _, verdict, _ in rows)
+        if time.monotonic() - written["at"] > SAVE_INTERVAL_S:
+            runs.update(run.id, done=written["done"], invalid=written["invalid"])
+            written["at"] = time.monotonic()
+
+    unwritten: WriteBehind[str, tuple[str, Verdict, str | None]] = WriteBehind(write, f"verdicts of run {run.id}")
+
+    def stop(state: RunState, cause: str) -> None:
+        unwritten.flush()  # the stored progress never counts a verdict that is not stored
         current = progress()
-        if force or time.monotonic() - saved_at > SAVE_INTERVAL_S:
-            runs.update(run.id, done=current.done, invalid=current.invalid)
-            saved_at = time.monotonic()
-        on_progress(current)
+        runs.update(run.id, state=state, done=current.done, invalid=current.invalid, error=cause)
 
     queue: asyncio.Queue[TaskItem] = asyncio.Queue()
     for entry in todo:
@@ -155,16 +175,20 @@ async def run_tracked(
                 item = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
-            verdict = await judge(item)
-            store.save(spec.judge, [(item.key, verdict, item.reference)], run.id)
+            try:
+                verdict = await judge(item)
+            except RequestDeferred:  # nothing to store until the batch's answers are imported
+                counts["deferred"] += 1
+                continue
+            unwritten.put(item.key, (item.key, verdict, item.reference))
             verdicts[item.key] = verdict
             counts["now"] += 1
             counts["invalid"] += not verdict.valid
             usage = usage + verdict.usage
-            report()
+            on_progress(progress())
 
-    runs.update(run.id, state=RunState.RUNNING)
-    report(force=True)
+    runs.update(run.id, state=RunState.RUNNING, done=len(stored), invalid=counts["invalid"])
+    on_progress(progress())
     current = asyncio.current_task()
     terminated = []
 
@@ -178,11 +202,11 @@ async def run_tracked(
     try:
         await asyncio.gather(*workers)
     except BackendError as exc:
-        _stop(runs, run, progress(), RunState.PAUSED, str(exc))
+        stop(RunState.PAUSED, str(exc))
         raise RunPaused(progress(RunState.PAUSED), str(exc)) from exc
     except (asyncio.CancelledError, KeyboardInterrupt) as exc:
         cause = TERMINATED if terminated else _cancel_cause(exc)
-        _stop(runs, run, progress(), RunState.PAUSED, cause)
+        stop(RunState.PAUSED, cause)
         if terminated and current is not None:  # our own signal: end as a paused run, not a cancellation
             current.uncancel()
             raise RunPaused(progress(RunState.PAUSED), cause) from None
@@ -190,7 +214,7 @@ async def run_tracked(
     except Exception as exc:
         message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         log.error("run %s (%s) failed:\n%s", run.id, spec.name, traceback.format_exc())
-        _stop(runs, run, progress(), RunState.FAILED, message)
+        stop(RunState.FAILED, message)
         raise RunFailed(
             f"run {run.id} failed: {message}. This is a bug in argtui; the traceback is in "
             f"{_log_file()}. Finished items are stored."
@@ -200,6 +224,11 @@ async def run_tracked(
         for task in workers:
             task.cancel()
         await asyncio.gather(*workers, return_exceptions=True)
+    if counts["deferred"]:
+        deferred = RunDeferred(progress(RunState.PAUSED), counts["deferred"])
+        stop(RunState.PAUSED, deferred.cause)
+        raise deferred
+    unwritten.flush()
     final = progress(RunState.DONE)
     run = runs.update(run.id, state=RunState.DONE, done=final.done, invalid=final.invalid)
     on_progress(final)
@@ -211,10 +240,6 @@ def _log_file() -> str:
         if isinstance(handler, logging.FileHandler):
             return handler.baseFilename
     return "the log"
-
-
-def _stop(runs: RunRepository, run: BatchRun, progress: RunProgress, state: RunState, cause: str) -> None:
-    runs.update(run.id, state=state, done=progress.done, invalid=progress.invalid, error=cause)
 
 
 def _cancel_cause(exc: BaseException) -> str:

@@ -9,6 +9,18 @@ from engines.judging.verdict import JudgeId, Verdict
 from store.db import Database
 from store.judgments import JudgmentRepository, NewJudgment
 
+# An item judged in the Arena is stored under its judge like a batch item, keyed apart so
+# that a batch run still judges it itself and the two never overwrite each other.
+ARENA_PREFIX = "arena:"
+
+
+def arena_key(key: str) -> str:
+    return ARENA_PREFIX + key
+
+
+def is_arena_key(key: str) -> bool:
+    return key.startswith(ARENA_PREFIX)
+
 
 @dataclass(frozen=True)
 class StoredJudge:
@@ -56,6 +68,10 @@ class JudgmentStore:
 
     def judged(self, judge: JudgeId) -> set[str]:
         return self._repo.items(self.task, judge.name)
+
+    def arena_items(self, judge: JudgeId) -> int:
+        """How many of the judge's judgments were made in the Arena."""
+        return sum(is_arena_key(key) for key in self.judged(judge))
 
     def judges(self) -> list[StoredJudge]:
         return [

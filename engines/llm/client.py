@@ -17,9 +17,10 @@ import math
 import time
 from collections import Counter
 from contextlib import aclosing, asynccontextmanager
-from typing import Any, AsyncIterator, NoReturn, Protocol, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, AsyncIterator, NoReturn, Protocol, Sequence, TypeVar
 
 import httpx
+import orjson
 from httpx_sse import SSEError, aconnect_sse
 from pydantic import BaseModel, ValidationError
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
@@ -40,10 +41,14 @@ from engines.llm.types import (
 )
 from engines.secrets import redact, url_credentials
 
+if TYPE_CHECKING:
+    from engines.llm.batch import RequestLog
+
 Message = dict[str, str]
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
 MAX_TOP_LOGPROBS = 20  # vLLM's cap
+JSON_CONTENT = {"Content-Type": "application/json"}
 CONNECTIONS_PER_POOL = 16
 BACKOFF_BASE_S = 0.5
 BACKOFF_MAX_S = 20.0
@@ -52,6 +57,7 @@ BACKOFF_MAX_S = 20.0
 class ResponseCache(Protocol):
     def get(self, key: str) -> dict | None: ...
     def put(self, key: str, model: str, response: dict) -> None: ...
+    def flush(self) -> None: ...
 
 
 def cache_key(
@@ -199,6 +205,8 @@ class LLMClient:
         )
         self.cache = cache
         self.accounting = Accounting()
+        # Set by `engines.llm.batch.deferring`: cache misses go to a batch file, not to the server.
+        self.defer: RequestLog | None = None
         self.base_urls = [_normalise_base_url(url) for url in profile.base_urls]
         self._next_url = itertools.cycle(self.base_urls).__next__
         self._backoff = wait_random_exponential(multiplier=backoff_base_s, max=BACKOFF_MAX_S)
@@ -213,7 +221,9 @@ class LLMClient:
         # in flight. Each pool gets as many slots as it has connections, and the
         # slot queue (FIFO) spreads requests across pools and bounds concurrency.
         shard_count = math.ceil(profile.max_concurrency / CONNECTIONS_PER_POOL)
-        tls = httpx.create_ssl_context()  # loading CA certificates is slow: once per client
+        # Loading CA certificates is slow: once per client, and only when a server is reached by
+        # https (every request goes to a base URL's host, so plain http ones never use TLS).
+        tls: Any = httpx.create_ssl_context() if any(u.startswith("https:") for u in self.base_urls) else False
         self._pools = [
             httpx.AsyncClient(
                 verify=tls,
@@ -228,6 +238,7 @@ class LLMClient:
         self._slots: asyncio.Queue[httpx.AsyncClient] = asyncio.Queue()
         for index in range(profile.max_concurrency):
             self._slots.put_nowait(self._pools[index % shard_count])
+        self._aiohttp = _AiohttpTransport(profile, headers, tls) if profile.transport == "aiohttp" else None
 
     async def __aenter__(self) -> "LLMClient":
         return self
@@ -236,6 +247,10 @@ class LLMClient:
         await self.aclose()
 
     async def aclose(self) -> None:
+        if self.cache:
+            self.cache.flush()
+        if self._aiohttp is not None:
+            await self._aiohttp.aclose()
         for pool in self._pools:
             await pool.aclose()
 
@@ -393,7 +408,7 @@ class LLMClient:
         `json_schema_constraint(Model)`.
         """
         sampling = self.profile.sampling.merged(sampling)
-        body, key = await self._body_and_key(messages, sampling, 0, constraint or {}, 0)
+        body, [key] = await self._body_and_keys(messages, sampling, 0, constraint or {}, 1)
         cached = self.cache.get(key) if self.cache else None
         if cached is not None:
             completion = _completion_from_cache(cached, 0)
@@ -435,22 +450,23 @@ class LLMClient:
 
     # ------------------------------------------------------------------ core
 
-    async def _body_and_key(
+    async def _body_and_keys(
         self,
         messages: Sequence[Message],
         sampling: Sampling,
         top_logprobs: int,
         constraint: Constraint,
-        sample_index: int,
-    ) -> tuple[dict, str]:
+        samples: int,
+    ) -> tuple[dict, list[str]]:
+        """The request body and the cache keys of samples 0 … samples - 1."""
         model = await self.model()
         adapter = await self._backend()
         params: dict[str, Any] = {**sampling.as_request(), **adapter.request_fields(constraint)}
         if top_logprobs:
             params["logprobs"] = True
             params["top_logprobs"] = min(top_logprobs, MAX_TOP_LOGPROBS)
-        key = cache_key(self.endpoint, model, messages, params, sample_index)
-        return {"model": model, "messages": list(messages), **params}, key
+        keys = [cache_key(self.endpoint, model, messages, params, i) for i in range(samples)]
+        return {"model": model, "messages": list(messages), **params}, keys
 
     async def _complete(
         self,
@@ -462,10 +478,8 @@ class LLMClient:
     ) -> list[Completion]:
         if n < 1:
             raise ValueError("n must be at least 1")
-        body, _ = await self._body_and_key(messages, sampling, top_logprobs, constraint, 0)
+        body, keys = await self._body_and_keys(messages, sampling, top_logprobs, constraint, n)
         model = body["model"]
-        params = {k: v for k, v in body.items() if k not in ("model", "messages")}
-        keys = [cache_key(self.endpoint, model, messages, params, i) for i in range(n)]
         results: list[Completion | None] = [None] * n
         if self.cache:
             for i, key in enumerate(keys):
@@ -478,10 +492,10 @@ class LLMClient:
             # Samples go in requests with n, so the prompt is prefilled once per request.
             size = (await self._backend()).max_n or len(missing)
             chunks = [missing[i : i + size] for i in range(0, len(missing), size)]
-            batches = await asyncio.gather(
-                *(self._post_completions({**body, "n": len(chunk)} if len(chunk) > 1 else body, chunk)
-                  for chunk in chunks)
-            )
+            requests = [({**body, "n": len(chunk)} if len(chunk) > 1 else body, chunk) for chunk in chunks]
+            if self.defer is not None:  # raises RequestDeferred
+                self.defer.record(model, [(request, [keys[i] for i in chunk]) for request, chunk in requests])
+            batches = await asyncio.gather(*(self._post_completions(request, chunk) for request, chunk in requests))
             fresh = [completion for batch in batches for completion in batch]
             for completion in fresh:
                 results[completion.sample_index] = completion
@@ -532,7 +546,7 @@ class LLMClient:
         return AsyncRetrying(
             stop=stop_after_attempt(self.profile.retries + 1),
             wait=self._wait,
-            retry=retry_if_exception_type((httpx.TransportError, _RetryableStatus)),
+            retry=retry_if_exception_type(_RETRIED),
             before_sleep=self._count_retry,
             retry_error_callback=lambda state: self._give_up(url, state),
         )
@@ -582,7 +596,21 @@ class LLMClient:
 
     async def _request(self, method: str, url: str, body: dict | None) -> tuple[dict, float]:
         """One HTTP call (with retries) answered by a JSON object, and the seconds it took."""
-        return await self._retrying(url)(self._request_once, method, url, body)
+        # The first attempt goes without the retry loop, whose bookkeeping cost a batch run as
+        # much client time as the request; one that failed is handed to the loop as its first.
+        try:
+            return await self._request_once(method, url, body)
+        except _RETRIED as failure:
+            first: BaseException | None = failure
+
+        async def attempt() -> tuple[dict, float]:
+            nonlocal first
+            if first is not None:
+                failure, first = first, None
+                raise failure
+            return await self._request_once(method, url, body)
+
+        return await self._retrying(url)(attempt)
 
     async def _request_once(self, method: str, url: str, body: dict | None) -> tuple[dict, float]:
         async with self._slot() as http:
@@ -591,7 +619,13 @@ class LLMClient:
             try:
                 # One deadline for the whole answer: a server trickling bytes resets no clock.
                 async with asyncio.timeout(self.profile.timeout_s):
-                    response = await http.request(method, url, json=body)
+                    content = None if body is None else orjson.dumps(body)
+                    if self._aiohttp is not None:
+                        response = await self._aiohttp.request(method, url, content)
+                    else:
+                        response = await http.request(
+                            method, url, content=content, headers=None if body is None else JSON_CONTENT
+                        )
             except (TimeoutError, httpx.ReadTimeout):
                 # Not re-sent: the server has the request and may still be working on it.
                 raise self._error(
@@ -600,7 +634,7 @@ class LLMClient:
                 ) from None
         self._check_status(response, url)
         try:
-            data = response.json()
+            data = _loads(response.content)
         except (json.JSONDecodeError, UnicodeDecodeError):
             raise self._error(
                 url, f"answered with non-JSON: {response.text[:200]!r}"
@@ -667,12 +701,53 @@ class LLMClient:
         )
 
 
+class _AiohttpTransport:
+    """Non-streamed requests through aiohttp, answered as httpx responses with httpx's
+    errors, so status checks, retries and messages are the same whichever library sends."""
+
+    def __init__(self, profile: BackendProfile, headers: dict[str, str], tls: Any):
+        self._limit, self._headers, self._tls = profile.max_concurrency, headers, tls
+        self._connect_s = min(10.0, profile.timeout_s)
+        self._session: Any = None  # opened inside the event loop, on first use
+
+    async def request(self, method: str, url: str, content: bytes | None) -> httpx.Response:
+        import aiohttp  # only profiles that choose it pay its import
+
+        if self._session is None:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=self._limit, ssl=self._tls),
+                headers=self._headers,
+                timeout=aiohttp.ClientTimeout(total=None, connect=self._connect_s),
+                skip_auto_headers=("User-Agent",),
+            )
+        try:
+            async with self._session.request(
+                method, url, data=content, headers=None if content is None else JSON_CONTENT
+            ) as answer:
+                body = await answer.read()
+                return httpx.Response(answer.status, headers=answer.raw_headers, content=body)
+        except aiohttp.ConnectionTimeoutError as exc:
+            raise httpx.ConnectTimeout(str(exc) or "connect timed out") from exc
+        except aiohttp.ClientConnectorError as exc:
+            raise httpx.ConnectError(str(exc)) from exc
+        except aiohttp.ClientError as exc:
+            raise httpx.RemoteProtocolError(f"{type(exc).__name__}: {exc}") from exc
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+
 class _RetryableStatus(BackendError):
     """An error status the adapter retries; `retry_after_s` is the server's Retry-After."""
 
     def __init__(self, profile: str, url: str, message: str, status: int, retry_after_s: float | None):
         super().__init__(profile, url, message, status)
         self.retry_after_s = retry_after_s
+
+
+_RETRIED = (httpx.TransportError, _RetryableStatus)  # what is worth another attempt
 
 
 def _retry_after_s(response: httpx.Response) -> float | None:
@@ -692,6 +767,14 @@ def _token_counts(usage: dict) -> tuple[int, int, int]:
         int(usage.get("completion_tokens") or 0),
         int(details.get("cached_tokens") or 0),
     )
+
+
+def _loads(content: bytes) -> Any:
+    """JSON text to Python: orjson, or the standard parser for what only it reads (NaN, Infinity)."""
+    try:
+        return orjson.loads(content)
+    except orjson.JSONDecodeError:
+        return json.loads(content)
 
 
 def _listed(data: dict) -> list[dict]:

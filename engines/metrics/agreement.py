@@ -9,23 +9,14 @@ category "invalid", which agrees with nothing but another invalid.
 from __future__ import annotations
 
 import math
-from collections import Counter
 from dataclasses import asdict, dataclass
 from itertools import combinations
 from typing import Hashable, Mapping, Sequence
 
-import krippendorff
 import numpy as np
 
 from engines.metrics.bootstrap import Interval, bootstrap_ci
 from engines.metrics.classification import INVALID
-
-
-def _stats():
-    """scipy.stats, imported on first use: it takes half a second, and the app starts without it."""
-    from scipy import stats
-
-    return stats
 
 NAN = float("nan")
 
@@ -50,18 +41,16 @@ class ScoreAgreement:
         return asdict(self)
 
 
-CORRELATIONS = {
-    "pearson": lambda x, y: _stats().pearsonr(x, y).statistic,
-    "spearman": lambda x, y: _stats().spearmanr(x, y).statistic,
-    "kendall": lambda x, y: _stats().kendalltau(x, y).statistic,
-}
+# Computed with numpy (the values of scipy's pearsonr, spearmanr and kendalltau, τ-b): importing
+# scipy.stats costs a report half a second, and a report without bootstrap intervals needs no more.
+CORRELATIONS = ("pearson", "spearman", "kendall")
 
 
 def _correlation(name: str, x: np.ndarray, y: np.ndarray) -> float:
     """NaN where undefined (fewer than 2 items or a constant vector)."""
     if len(x) < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return NAN
-    return float(CORRELATIONS[name](x, y))
+    return float(_resampled_correlations(name, x, y, np.arange(len(x))[None, :])[0])
 
 
 def score_agreement(x: Sequence[float], y: Sequence[float]) -> ScoreAgreement:
@@ -87,14 +76,91 @@ def correlation_intervals(
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     return {
         name: bootstrap_ci(
-            lambda idx, name=name: _correlation(name, x[idx], y[idx]),
-            len(x), resamples=resamples, level=level, seed=seed,
+            lambda rows, name=name: _resampled_correlations(name, x, y, rows),
+            len(x), resamples=resamples, level=level, seed=seed, vectorized=True,
         )
         for name in CORRELATIONS
     }
 
 
+def _resampled_correlations(name: str, x: np.ndarray, y: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The correlation of x and y on each row of indices (one bootstrap resample per row), all
+    rows at once; NaN where undefined (a resample with a constant vector)."""
+    if name == "kendall":
+        return _resampled_kendall(x, y, rows)
+    if name == "spearman":  # Pearson of the ranks
+        counts = _draw_counts(rows, len(x))
+        x, y = _resampled_ranks(x, rows, counts), _resampled_ranks(y, rows, counts)
+    else:
+        x, y = x[rows], y[rows]
+    x_centred = x - x.mean(axis=1, keepdims=True)
+    y_centred = y - y.mean(axis=1, keepdims=True)
+    constant = (np.ptp(x, axis=1) == 0) | (np.ptp(y, axis=1) == 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = (x_centred * y_centred).sum(axis=1) / np.sqrt((x_centred**2).sum(axis=1) * (y_centred**2).sum(axis=1))
+    return np.where(constant, NAN, np.clip(r, -1.0, 1.0))
+
+
+def _draw_counts(rows: np.ndarray, n: int) -> np.ndarray:
+    """How often each resample (row) draws each of the n items."""
+    flat = (np.arange(len(rows))[:, None] * n + rows).ravel()
+    return np.bincount(flat, minlength=len(rows) * n).reshape(len(rows), n).astype(np.float64)
+
+
+def _tie_groups(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The items in value order, where each group of equal values starts in it, and each item's group."""
+    order = np.argsort(values, kind="stable")
+    is_start = np.r_[True, np.diff(values[order]) != 0]
+    group = np.empty(len(values), dtype=np.intp)
+    group[order] = np.cumsum(is_start) - 1
+    return order, np.flatnonzero(is_start), group
+
+
+def _resampled_ranks(values: np.ndarray, rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The ranks (scipy's rankdata: ties share their mean rank) of values[rows] within each row,
+    from the draw counts: a drawn item ranks after the draws of smaller values, in the middle of
+    the draws of its own value. No per-resample sort."""
+    order, starts, group = _tie_groups(values)
+    drawn_in_group = np.add.reduceat(counts[:, order], starts, axis=1)
+    group_rank = np.cumsum(drawn_in_group, axis=1) - drawn_in_group + (drawn_in_group + 1) / 2
+    return np.take_along_axis(group_rank[:, group], rows, axis=1)
+
+
+def _resampled_kendall(x: np.ndarray, y: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Kendall's τ-b (as scipy's) of each resample, from how often it draws each item.
+
+    With c the draw counts, concordant minus discordant pairs are c·S·c / 2 (S[i, j]: the
+    sign of (x_i − x_j)(y_i − y_j)), and the tied pairs of x are (Σ_groups (Σ c)² − Σ c) / 2
+    over the groups of equal x; a copy of an item is tied with it in both.
+    """
+    counts = _draw_counts(rows, len(x))
+    signs = (np.sign(x[:, None] - x[None, :]) * np.sign(y[:, None] - y[None, :])).astype(np.float32)
+    # exact in float32: every sum is an integer far below 2**24
+    net = ((counts.astype(np.float32) @ signs) * counts).sum(axis=1, dtype=np.float64) / 2
+    drawn = rows.shape[1]
+    pairs = drawn * (drawn - 1) / 2
+
+    def tied_pairs(values: np.ndarray) -> np.ndarray:
+        order, starts, _ = _tie_groups(values)
+        group_counts = np.add.reduceat(counts[:, order], starts, axis=1)
+        return ((group_counts**2).sum(axis=1) - drawn) / 2
+
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tau = net / np.sqrt((pairs - tied_pairs(x)) * (pairs - tied_pairs(y)))
+    return np.where(np.isfinite(tau), np.clip(tau, -1.0, 1.0), NAN)
+
+
 # ---------------------------------------------------------------------- labels
+
+
+def _category_codes(*sequences: Sequence[Hashable | None]) -> list[np.ndarray]:
+    """Each sequence as integer codes of one shared category numbering (None: "invalid")."""
+    numbering: dict[Hashable, int] = {}
+    return [
+        np.fromiter((numbering.setdefault(_as_category(x), len(numbering)) for x in sequence),
+                    dtype=np.intp, count=len(sequence))
+        for sequence in sequences
+    ]
 
 
 def percent_agreement(first: Sequence[Hashable | None], second: Sequence[Hashable | None]) -> float:
@@ -102,7 +168,12 @@ def percent_agreement(first: Sequence[Hashable | None], second: Sequence[Hashabl
     _check_paired(first, second)
     if not first:
         return NAN
-    return sum(_as_category(a) == _as_category(b) for a, b in zip(first, second)) / len(first)
+    a, b = _category_codes(first, second)
+    return _percent(a, b)
+
+
+def _percent(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.mean(a == b))
 
 
 def cohen_kappa(first: Sequence[Hashable | None], second: Sequence[Hashable | None]) -> float:
@@ -110,12 +181,14 @@ def cohen_kappa(first: Sequence[Hashable | None], second: Sequence[Hashable | No
     _check_paired(first, second)
     if not first:
         return NAN
-    a = [_as_category(x) for x in first]
-    b = [_as_category(x) for x in second]
+    return _kappa(*_category_codes(first, second))
+
+
+def _kappa(a: np.ndarray, b: np.ndarray) -> float:
+    categories = int(max(a.max(), b.max())) + 1
     n = len(a)
-    observed = sum(x == y for x, y in zip(a, b)) / n
-    count_a, count_b = Counter(a), Counter(b)
-    expected = sum(count_a[c] * count_b[c] for c in count_a) / (n * n)
+    observed = _percent(a, b)
+    expected = float(np.bincount(a, minlength=categories) @ np.bincount(b, minlength=categories)) / (n * n)
     if expected == 1:
         return NAN
     return (observed - expected) / (1 - expected)
@@ -125,12 +198,32 @@ def krippendorff_alpha_nominal(units: Sequence[Sequence[Hashable | None]]) -> fl
     """Krippendorff's α for nominal data. `units[u]` holds the values the raters gave unit u;
     None is a missing value here (not coded). NaN when the pairable values (those of units
     with two or more) show no variation at all, where the `krippendorff` package refuses."""
-    pairable = [coded for coded in ([v for v in unit if v is not None] for unit in units) if len(coded) > 1]
-    categories = list(dict.fromkeys(value for unit in pairable for value in unit))
-    if len(categories) < 2:
+    numbering: dict[Hashable, int] = {}
+    unit_ids, codes = [], []
+    for u, unit in enumerate(units):
+        for value in unit:
+            if value is not None:
+                unit_ids.append(u)
+                codes.append(numbering.setdefault(value, len(numbering)))
+    return _alpha_from_codes(np.asarray(unit_ids, dtype=np.intp), np.asarray(codes, dtype=np.intp))
+
+
+def _alpha_from_codes(unit_ids: np.ndarray, codes: np.ndarray) -> float:
+    """α from one (unit, category code) row per coded value."""
+    if not len(codes):
         return NAN
-    value_counts = [[unit.count(category) for category in categories] for unit in pairable]
-    return float(krippendorff.alpha(value_counts=value_counts, level_of_measurement="nominal"))
+    categories = int(codes.max()) + 1
+    units = int(unit_ids.max()) + 1
+    value_counts = np.bincount(unit_ids * categories + codes, minlength=units * categories).reshape(
+        units, categories
+    )
+    pairable = value_counts[value_counts.sum(axis=1) > 1]
+    pairable = pairable[:, pairable.sum(axis=0) > 0]
+    if pairable.shape[1] < 2:
+        return NAN
+    import krippendorff  # here: its import costs a short run a tenth of a second
+
+    return float(krippendorff.alpha(value_counts=pairable, level_of_measurement="nominal"))
 
 
 @dataclass(frozen=True)
@@ -148,13 +241,16 @@ class LabelAgreement:
 def label_agreement(first: Sequence[Hashable | None], second: Sequence[Hashable | None]) -> LabelAgreement:
     """κ, α (nominal, two raters) and percent agreement; invalid labels are their own category."""
     _check_paired(first, second)
-    units = [(_as_category(a), _as_category(b)) for a, b in zip(first, second)]
+    if not first:
+        return LabelAgreement(n=0, invalid=0, kappa=NAN, alpha=NAN, percent=NAN)
+    a, b = _category_codes(first, second)
+    items = np.arange(len(a))
     return LabelAgreement(
-        n=len(units),
-        invalid=sum(1 for a, b in zip(first, second) if a is None or b is None),
-        kappa=cohen_kappa(first, second),
-        alpha=krippendorff_alpha_nominal(units),
-        percent=percent_agreement(first, second),
+        n=len(a),
+        invalid=sum(1 for x, y in zip(first, second) if x is None or y is None),
+        kappa=_kappa(a, b),
+        alpha=_alpha_from_codes(np.concatenate((items, items)), np.concatenate((a, b))),
+        percent=_percent(a, b),
     )
 
 

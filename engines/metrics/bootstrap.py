@@ -25,17 +25,20 @@ def bootstrap_ci(
     resamples: int = 1000,
     level: float = 0.95,
     seed: int = 0,
+    vectorized: bool = False,
 ) -> Interval:
     """`statistic(indices)` on all units, and the percentile interval over resampled indices.
 
     The statistic receives an array of unit indices (with repeats), so paired or
     grouped data stay together when resampled by unit. Resamples where the
-    statistic is undefined (NaN) are left out of the interval.
+    statistic is undefined (NaN) are left out of the interval. `vectorized`: the
+    statistic takes a 2-D array, one resample's indices per row, and returns one
+    value per row (all resamples in one call; the same resamples as one at a time).
     """
     if n_units < 1:
         raise ValueError("bootstrap needs at least one unit")
     units = np.arange(n_units)
-    estimate = float(statistic(units))
+    estimate = float(statistic(units[None, :])[0] if vectorized else statistic(units))
     if resamples < 1:
         return Interval(estimate, float("nan"), float("nan"), level, resamples)
     if n_units == 1:  # scipy needs two units; every resample of one unit is that unit
@@ -48,7 +51,8 @@ def bootstrap_ci(
         warnings.simplefilter("ignore", stats.DegenerateDataWarning)
         warnings.filterwarnings("ignore", "Degrees of freedom", RuntimeWarning)
         result = stats.bootstrap(
-            (units,), statistic, n_resamples=resamples, vectorized=False, confidence_level=level,
+            (units,), (lambda indices, axis: statistic(indices)) if vectorized else statistic,
+            n_resamples=resamples, vectorized=vectorized, confidence_level=level,
             method="percentile", rng=np.random.default_rng(seed),
         )
     low, high = result.confidence_interval

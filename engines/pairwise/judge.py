@@ -16,6 +16,8 @@ Modes:
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import time
 from dataclasses import dataclass
 from typing import Awaitable, Callable, Literal, Sequence
@@ -141,7 +143,7 @@ async def _runs(client: LLMClient, settings: JudgeSettings, chat: list[dict[str,
         completions = await client.samples(chat, settings.runs, sampling, constraint=constraint)
     else:
         batches = await asyncio.gather(*(
-            client.samples(chat, 1, sampling.merged(Sampling(seed=run)), constraint=constraint)
+            client.samples(chat, 1, sampling.merged(Sampling(seed=run_seed(chat, run))), constraint=constraint)
             for run in range(settings.runs)
         ))
         completions = [batch[0] for batch in batches]
@@ -155,6 +157,14 @@ async def _runs(client: LLMClient, settings: JudgeSettings, chat: list[dict[str,
         f"majority of {settings.runs} runs at temperature {settings.effective_temperature:g}; "
         f"runs: {' '.join(label or 'invalid' for label in answers)}",
     )
+
+
+def run_seed(chat: Sequence[dict[str, str]], run: int) -> int:
+    """The sampling seed of one separate run: fixed per prompt and run, so a rerun asks the same,
+    and different across prompts. The same seeds for every pair would draw every pair's run from
+    the same point of its label distribution, and so skew the labels of a whole batch alike."""
+    digest = hashlib.sha256(json.dumps([list(chat), run], ensure_ascii=False).encode()).digest()
+    return int.from_bytes(digest[:4], "big") >> 1  # a non-negative 31-bit seed
 
 
 async def _logprob_choice(client: LLMClient, settings: JudgeSettings, chat: list[dict[str, str]]) -> LabelChoice:

@@ -22,8 +22,9 @@ DEFAULT_SAMPLE_SEED = 0
 @cache
 def load_corpus(data: Path | None = None) -> WebisCorpus:
     """Webis-ArgQuality-20 (the bundled copy, or a release folder), loaded once per process:
-    a batch run, its report, the Arena and the Leaderboard share it."""
-    return load_webis(data)
+    a batch run, its report, the Arena and the Leaderboard share it. A dimension's comparisons
+    are read when first used (a batch run reads them, and so checks them, before any call)."""
+    return load_webis(data, lazy=True)
 
 
 class SelectionError(ArgtuiError):
@@ -76,9 +77,12 @@ def select_items(
     limit: int | None = None,
     seed: int = DEFAULT_SAMPLE_SEED,
 ) -> list[PairItem]:
-    """The expert comparisons of the dimensions and topics, in file order.
+    """The expert comparisons of the dimensions and topics: per dimension, topic after topic
+    (in the order the topics first appear in the file), each topic's pairs in file order.
 
-    With `limit`, a seeded random sample of that many per dimension; a larger
+    Pairs of one topic and dimension share their system prompt (the few-shot block
+    above all), so sending them one after another keeps it in the server's prefix
+    cache. With `limit`, a seeded random sample of that many per dimension; a larger
     limit keeps every pair of a smaller one, so runs extend and compare cleanly.
     """
     unknown = [d for d in dimensions if d not in corpus.comparisons]
@@ -99,7 +103,10 @@ def select_items(
             order = list(range(len(pool)))
             random.Random(seed).shuffle(order)
             pool = [pool[i] for i in sorted(order[:limit])]
-        items.extend(pool)
+        topic_rank: dict[int, int] = {}
+        for pair in pool:
+            topic_rank.setdefault(pair.topic_id, len(topic_rank))
+        items.extend(sorted(pool, key=lambda pair: topic_rank[pair.topic_id]))  # stable: file order within a topic
     return items
 
 

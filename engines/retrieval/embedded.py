@@ -46,6 +46,7 @@ MAX_FILTERED_EXCLUSIONS = 32
 # How many more relation-field hits than k to look at, first and if that falls short (see `_matching`).
 RELATION_MARGINS = (2, 32)
 COMMON_CLAIM_SHARE, COMMON_CLAIM_MINIMUM = 0.1, 1_000  # see `_telling_words`
+RELATION_TEXT_WORDS = 8  # see `_rarest`
 
 T = TypeVar("T")
 
@@ -358,11 +359,12 @@ class TantivyRetriever:
             return []
         searcher = self._searcher()
         claim_words = words if field == "text" else _telling_words(searcher, field, words)
+        text_words = words if field == "text" else _rarest(searcher, "text", words, RELATION_TEXT_WORDS)
         # Few exclusions are filtered out of a slightly longer list: a MustNot clause
         # would cost tantivy its top-k pruning.
         few_excluded = len(exclude) <= MAX_FILTERED_EXCLUSIONS
         filters = self._filters(topic, relation, () if few_excluded else exclude)
-        matching = _matching(field, claim_words, words)
+        matching = _matching(field, claim_words, text_words)
         for margin in (0,) if field == "text" else RELATION_MARGINS:
             limit = k + (len(exclude) if few_excluded else 0) + margin
             hits = self._run(searcher, matching, filters, limit)
@@ -370,7 +372,7 @@ class TantivyRetriever:
             if len(kept) >= k or len(hits) < limit:
                 return kept[:k]
         # the flat query lets through too many arguments that match only by their text
-        exactly = _matching_exactly(field, claim_words, words)
+        exactly = _matching_exactly(field, claim_words, text_words)
         return self._run(searcher, exactly, self._filters(topic, relation, exclude), k)
 
     def _filters(self, topic: str | None, relation: Relation | None, exclude: Collection[str]) -> list:
@@ -439,6 +441,19 @@ def _telling_words(searcher: tantivy.Searcher, field: SearchField, words: list[s
     """
     ceiling = max(COMMON_CLAIM_SHARE * searcher.num_docs, COMMON_CLAIM_MINIMUM)
     return [word for word in words if searcher.doc_freq(field, word) <= ceiling] or words
+
+
+def _rarest(searcher: tantivy.Searcher, field: str, words: list[str], count: int) -> list[str]:
+    """The `count` words of `field` in the fewest arguments, in query order.
+
+    A relation search adds the words' BM25 in the text at a tenth; a whole
+    argument's text as the query (a chain hop) has twenty words or more, and the
+    common ones, which add least, cost most: their lists in the text are long.
+    """
+    if len(words) <= count:
+        return words
+    kept = set(sorted(words, key=lambda word: searcher.doc_freq(field, word))[:count])
+    return [word for word in words if word in kept]
 
 
 def _matching(field: SearchField, claim_words: list[str], words: list[str]) -> Query:

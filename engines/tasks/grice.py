@@ -46,6 +46,7 @@ from engines.grice import (
     pool_from_rad,
     prompt_pool,
 )
+from engines.grice.prompts import DEFAULT_LAYOUT, LAYOUTS
 from engines.grice.evaluation import (
     GriceReport,
     always_yes_scores,
@@ -249,6 +250,9 @@ class GriceTask:
                type=_positive_int, default=1, metavar="N", judge_option=True),
         Option("no_rationale", "skip the rationale call (one call per metric instead of two)",
                kind="flag", judge_option=True),
+        Option("layout", "prompt order: seed (the paper's templates as printed) or shared (the same sentences "
+               "after the debate block, so the four metrics share a cached prefix)",
+               choices=LAYOUTS, default=DEFAULT_LAYOUT, judge_option=True),
     )
 
     def __init__(self) -> None:
@@ -333,7 +337,7 @@ class GriceTask:
         judgment = await judge_turn(
             client, grice.context, variant, example_pool(options),
             reasons=self._reason_cache(ctx.db), votes=options.votes, rationale=not options.no_rationale,
-            metrics=grice.metrics,
+            metrics=grice.metrics, layout=options.layout,
         )
         return turn_verdict(judgment)
 
@@ -370,7 +374,7 @@ class GriceTask:
                 "methods": {metric: method.name for metric, method in methods_for(strategy).items()},
                 "judge": judge.profile, "model": judge.model, "pool": pool.name, "pool_digest": pool.digest,
                 "pool_seed": pool.seed,
-                "votes": options.votes, "rationale": not options.no_rationale,
+                "votes": options.votes, "rationale": not options.no_rationale, "layout": options.layout,
             },
             "debates": len(official), "turns": count, "example_turns_left_out": excluded,
             "invalid_metrics": invalid, "per_turn": per_turn,
