@@ -42,6 +42,8 @@ def recipe(task: str, folder: Path) -> list[str]:
     if task == "critiques":
         assert main(["import", "critiques", "--demo"]) == 0
         return ["--prompt", "simple", "--limit", str(ITEMS)]
+    if task == "inspire":
+        return ["--debates", str(write_rad_debates(folder / "debates.jsonl", 2))]
     if task == "components":
         data = shared_data_dir() / "ukp-argument-annotated-essays-v2"
         if not data.is_dir():

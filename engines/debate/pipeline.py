@@ -46,7 +46,7 @@ from engines.debate.schemas import (
 from engines.llm.budget import max_tokens_for
 from engines.llm.client import LLMClient, json_schema_constraint, parse_structured
 from engines.llm.profile import Sampling
-from engines.llm.types import Completion, TextDelta, Usage, UsageMeter
+from engines.llm.types import Completion, Structured, TextDelta, Usage, UsageMeter
 from engines.retrieval.strategies import ArgumentGraph, retrieve_for_idea
 from engines.retrieval.types import Argument, Retriever
 
@@ -428,6 +428,19 @@ class Opponent:
 # ---------------------------------------------------------------- level 2: the five steps
 
 
+def _reply_prompt(dialogue: str, strategy: StrategyAnalysis, final: FinalSelection) -> str:
+    return prompts.RESPONSE_GENERATION.format(
+        debate_dialogue=dialogue,
+        tone=strategy.tone,
+        justification_tone=strategy.justification_tone,
+        style=strategy.style,
+        justification_style=strategy.justification_style,
+        perspective=strategy.perspective,
+        justification_perspective=strategy.justification_perspective,
+        selected_arguments=final.model_dump_json(exclude_none=True),
+    )
+
+
 class DebatePipeline(Opponent):
     """Level 2: the five SINAI steps."""
 
@@ -522,16 +535,7 @@ class DebatePipeline(Opponent):
         yield StepStarted(clock.step)
         texts = [text for _, text, _ in final.selected()]
         reply_cls = reply_model(texts)
-        prompt = prompts.RESPONSE_GENERATION.format(
-            debate_dialogue=dialogue,
-            tone=strategy.tone,
-            justification_tone=strategy.justification_tone,
-            style=strategy.style,
-            justification_style=strategy.justification_style,
-            perspective=strategy.perspective,
-            justification_perspective=strategy.justification_perspective,
-            selected_arguments=final.model_dump_json(exclude_none=True),
-        )
+        prompt = _reply_prompt(dialogue, strategy, final)
         async for event in self._checked_reply(
             clock, setup, turn,
             lambda attempt, rejection: self._stream_json(replies.with_reason(prompt, rejection), reply_cls, attempt),
@@ -540,6 +544,18 @@ class DebatePipeline(Opponent):
         ):
             yield event
         yield step_finished(clock, turn, steps.reply.drafts)
+
+    async def reply_candidates(
+        self, setup: DebateSetup, history: Sequence[DialogueTurn], strategy: StrategyAnalysis,
+        final: FinalSelection, n: int,
+    ) -> list[Structured[Reply]]:
+        """`n` alternative replies of step 5 for a turn whose steps 1–4 are known, in one
+        request (the prompt prefilled once); unchecked, and invalid ones kept as such."""
+        reply_cls = reply_model([text for _, text, _ in final.selected()])
+        return await self.client.structured(
+            [{"role": "user", "content": _reply_prompt(render_dialogue(setup, history), strategy, final)}],
+            reply_cls, self._sampling(0, max_tokens_for(reply_cls)), n=n,
+        )
 
     async def _select_for_query(
         self, dialogue: str, strategy: StrategyAnalysis, query: SearchQuery, graph: ArgumentGraph

@@ -1,4 +1,4 @@
-"""How a debate turn is bounded: the `[debate]` table of the config file.
+"""How a debate turn is bounded, and what runs beside it: the `[debate]` table of the config file.
 
 Plain data, light to import (the config loads it at start-up).
 """
@@ -17,3 +17,5 @@ class DebateSettings(BaseModel):
     max_message_words: int = Field(default=250, ge=1)
     # A turn of the embedded model takes about a minute on two cores; a turn past this has hung.
     turn_timeout_s: float = Field(default=180.0, gt=0)
+    # The Debate screen's Coach panel scores each student message (InspireScore); off, it makes no calls.
+    coach: bool = True

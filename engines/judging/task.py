@@ -26,6 +26,7 @@ from engines.errors import ArgtuiError
 from engines.judging.verdict import JudgeId, Verdict
 from engines.llm.client import LLMClient
 from engines.llm.profile import BackendProfile
+from engines.retrieval.types import ProgressCallback, Retriever
 from store.db import Database
 
 
@@ -101,6 +102,10 @@ class TaskContext(Protocol):
 
     async def client(self, name: str | None = None) -> LLMClient:
         """The client of a backend profile, for a task whose roles run on backends of their own."""
+        ...
+
+    async def retriever(self, on_progress: ProgressCallback | None = None) -> Retriever:
+        """The configured argument base, for a task that checks text against it."""
         ...
 
 

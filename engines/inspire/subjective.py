@@ -1,0 +1,103 @@
+"""The four subjective InspireScore dimensions: one schema-constrained call per text, each
+dimension a 1–5 score with a one-sentence reason, mapped to [0, 1]; P(score) from the
+score token's top logprobs where the backend sends them."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal, Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from engines.inspire import prompts
+from engines.llm.budget import max_tokens_for
+from engines.llm.client import MAX_TOP_LOGPROBS, LLMClient, json_schema_constraint, label_distribution, parse_structured
+from engines.llm.profile import Sampling
+from engines.llm.types import Completion, Usage
+
+DIMENSIONS = ("emotional_appeal", "clarity", "arrangement", "relevance")
+TITLES = {
+    "emotional_appeal": "emotional appeal", "clarity": "clarity", "arrangement": "arrangement",
+    "relevance": "topic relevance",
+}
+LEVELS = ("1", "2", "3", "4", "5")
+REASON_CHARS = 160  # one sentence; bounds max_tokens
+
+
+class DimensionAnswer(BaseModel):
+    score: Literal[1, 2, 3, 4, 5]
+    reason: str = Field(max_length=REASON_CHARS)
+
+
+class SubjectiveAnswer(BaseModel):
+    """What the model writes: the fields in `DIMENSIONS` order."""
+
+    emotional_appeal: DimensionAnswer
+    clarity: DimensionAnswer
+    arrangement: DimensionAnswer
+    relevance: DimensionAnswer
+
+
+class DimensionScore(BaseModel):
+    """One subjective dimension of a text: `score` in [0, 1], P(score) when logprobs came."""
+
+    model_config = ConfigDict(frozen=True)
+
+    dimension: str
+    score: float
+    reason: str
+    probability: float | None = None  # P(the emitted level) from logprobs; None when the backend sent none
+    distribution: dict[str, float] = {}  # P(level) over 1..5
+
+
+class SubjectiveScores(BaseModel):
+    """The four dimensions, or why the answer could not be read (`error`, `raw`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    dimensions: dict[str, DimensionScore] = {}
+    error: str | None = None
+    raw: str = ""
+
+    @property
+    def valid(self) -> bool:
+        return self.error is None
+
+
+def level_score(level: int) -> float:
+    """A 1–5 level on [0, 1]."""
+    return (level - 1) / (len(LEVELS) - 1)
+
+
+def _score_offset(raw: str, dimension: str) -> int:
+    match = re.search(rf'"{dimension}"\s*:\s*\{{\s*"score"\s*:\s*(\d)', raw)
+    return match.start(1) if match else -1
+
+
+def read_answer(completion: Completion) -> SubjectiveScores:
+    """The parsed answer with each level's distribution read at its own score token."""
+    result = parse_structured(SubjectiveAnswer, completion)
+    if result.value is None:
+        return SubjectiveScores(error=result.error, raw=result.raw)
+    dimensions = {}
+    for dimension in DIMENSIONS:
+        answer: DimensionAnswer = getattr(result.value, dimension)
+        offset = _score_offset(result.raw, dimension)
+        distribution = label_distribution(LEVELS, completion, offset) if offset >= 0 else {}
+        dimensions[dimension] = DimensionScore(
+            dimension=dimension, score=level_score(answer.score), reason=" ".join(answer.reason.split()),
+            probability=distribution.get(str(answer.score)) if distribution else None, distribution=distribution,
+        )
+    return SubjectiveScores(dimensions=dimensions, raw=result.raw)
+
+
+async def subjective_scores(
+    client: LLMClient, topic: str, text: str, dialogue: Sequence[tuple[str, str]] = ()
+) -> tuple[SubjectiveScores, Usage]:
+    """The four dimensions of `text` in one call (greedy, so a rerun gives the cached answer)."""
+    [completion] = await client.samples(
+        [{"role": "user", "content": prompts.subjective_prompt(topic, text, dialogue)}], 1,
+        Sampling(temperature=0.0, max_tokens=max_tokens_for(SubjectiveAnswer)),
+        top_logprobs=MAX_TOP_LOGPROBS, constraint=json_schema_constraint(SubjectiveAnswer),
+    )
+    return read_answer(completion), completion.usage

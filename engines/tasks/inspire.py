@@ -1,0 +1,468 @@
+"""InspireScore (seed 003) of every turn of debates, the bot's and the student's.
+
+Items are turns: of a debates file (`--debates`: the Touché RAD debates shape, a
+GenIRSim run, or argtui's own `argtui export debate ID --format jsonl` record) or
+of a stored debate (`--debate ID`). Each turn gets its six dimensions (see
+`engines.inspire.score`), stored through the judgment store with the overall
+score as the verdict's value. With `--candidates K`, each bot turn whose step
+outputs are known also gets K alternative replies from step 5 of the five-step
+pipeline (one request with n = K), each scored the same way: what
+`argtui export preferences` turns into DPO pairs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Sequence
+
+import numpy as np
+from pydantic import BaseModel
+
+from engines.datasets import DataFormatError, json_lines
+from engines.datasets.rad import read_rad_debates
+from engines.debate.pipeline import DebatePipeline, DebateSetup, DialogueTurn
+from engines.debate.records import DebateRecords, StoredTurn, TurnSteps
+from engines.errors import ArgtuiError
+from engines.inspire.score import (
+    DIMENSION_TITLES,
+    DIMENSIONS,
+    TASK_NAME,
+    InspireScore,
+    debate_score,
+    score_text,
+    stored_turn_key,
+)
+from engines.judging.evaluate import TaskRun, judge_id
+from engines.judging.store import JudgmentStore
+from engines.judging.task import Option, ReportTable, TaskContext, TaskItem, TaskReport
+from engines.judging.verdict import JudgeId, Verdict
+from engines.llm.client import LLMClient
+from engines.llm.types import Usage
+from engines.metrics.bootstrap import bootstrap_ci
+from store.debates import DebateRepository
+
+VARIANT = "inspire"
+Role = Literal["user", "assistant"]
+DEMO_TURNS = (
+    ("School uniforms should be mandatory",
+     "Uniforms cost families money every year, and studies found no drop in bullying where schools adopted them."),
+    ("Ban cars from city centres",
+     "Shops need deliveries, so a total ban would hurt them; vans bring stock to shops every morning."),
+)
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+class Candidate(BaseModel):
+    """An alternative bot reply and its score; `score` None when the reply did not parse."""
+
+    text: str
+    score: InspireScore | None = None
+    error: str | None = None
+
+
+class TurnJudgment(BaseModel):
+    """What the judgment store keeps of a turn (the verdict's `data`)."""
+
+    debate: str
+    position: int
+    role: Role
+    topic: str
+    user_side: Literal["pro", "con"] | None = None
+    dialogue: list[tuple[Role, str]]  # the messages before the turn
+    text: str
+    score: InspireScore
+    candidates: list[Candidate] = []
+
+    def scored_replies(self) -> list[tuple[str, float]]:
+        """(reply, overall) of the turn's reply and every scored candidate, for preference pairs."""
+        found = [(self.text, self.score.overall)] + [
+            (c.text, c.score.overall) for c in self.candidates if c.score is not None
+        ]
+        return [(text, value) for text, value in found if value is not None]
+
+
+@dataclass(frozen=True)
+class InspireItem:
+    debate: str
+    position: int
+    role: Role
+    topic: str
+    text: str
+    dialogue: tuple[tuple[Role, str], ...]
+    user_side: Literal["pro", "con"] | None = None
+    steps: TurnSteps | None = None  # a bot turn's step outputs, when known: what candidates need
+
+
+def turn_judgment(verdict: Verdict) -> TurnJudgment:
+    return TurnJudgment.model_validate(verdict.data)
+
+
+# ---------------------------------------------------------------- reading debates
+
+
+def _items_of(debate: str, topic: str, turns: Sequence[tuple[Role, str, TurnSteps | None]],
+              user_side: Literal["pro", "con"] | None) -> list[InspireItem]:
+    items, dialogue = [], []
+    for position, (role, text, steps) in enumerate(turns):
+        items.append(InspireItem(debate, position, role, topic, text, tuple(dialogue), user_side, steps))
+        dialogue.append((role, text))
+    return items
+
+
+def _record_items(path: Path, number: int, record: dict) -> list[InspireItem]:
+    """An `argtui export debate ID --format jsonl` record: its turns in the dialogue."""
+    def field(name: str, kind: type) -> Any:
+        value = record.get(name)
+        if not isinstance(value, kind):
+            raise DataFormatError(path, number, name, f"expected {kind.__name__}, got {type(value).__name__}")
+        return value
+
+    claim, side = field("claim", str), field("user_side", str)
+    if side not in ("pro", "con"):
+        raise DataFormatError(path, number, "user_side", f"expected pro or con, got {side!r}")
+    turns: list[tuple[Role, str, TurnSteps | None]] = []
+    for index, turn in enumerate(field("turns", list)):
+        at = f"turns[{index}]"
+        if not isinstance(turn, dict) or turn.get("role") not in ("user", "assistant") or not isinstance(
+            turn.get("content"), str
+        ):
+            raise DataFormatError(path, number, at, "expected an object with role user|assistant and content")
+        if turn.get("role") == "assistant" and (turn.get("error") or turn.get("state", "done") != "done"):
+            continue  # a failed or cancelled bot turn is not part of the dialogue
+        steps = TurnSteps.model_validate(turn["steps"]) if turn.get("steps") else None
+        turns.append((turn["role"], turn["content"], steps))
+    return _items_of(str(record.get("id", number)), claim, turns, side)  # type: ignore[arg-type]
+
+
+def file_items(path: Path, limit: int | None = None) -> list[InspireItem]:
+    """The turns of a debates file, in file order; `limit` debates at most."""
+    first = next(json_lines(path), None)
+    if first is not None and isinstance(first[1], dict) and "turns" in first[1] and "claim" in first[1]:
+        items = []
+        for count, (number, record) in enumerate(json_lines(path)):
+            if limit is not None and count >= limit:
+                break
+            if not isinstance(record, dict):
+                raise DataFormatError(path, number, None, "expected a debate record object")
+            items += _record_items(path, number, record)
+        return items
+    return [
+        item
+        for debate in read_rad_debates(path, limit)
+        for item in _items_of(debate.id, debate.claim, [(m.role, m.content, None) for m in debate.messages], None)
+    ]
+
+
+def _stored(ctx: TaskContext, debate_id: int) -> list[tuple[StoredTurn, InspireItem]]:
+    """The turns of a stored debate's dialogue, each with its item."""
+    repository = DebateRepository(ctx.db)
+    debate = repository.get(debate_id)
+    if debate is None:
+        raise ArgtuiError(f"no debate with id {debate_id} (argtui debate --list shows them)")
+    stored = [t for t in DebateRecords(repository).turns(debate_id) if t.in_dialogue]
+    turns = [(t.role, t.content, t.steps) for t in stored]
+    items = _items_of(f"debate:{debate_id}", debate.claim, turns, debate.user_side)  # type: ignore[arg-type]
+    return list(zip(stored, items))
+
+
+def stored_items(ctx: TaskContext, debate_id: int) -> list[InspireItem]:
+    return [item for _, item in _stored(ctx, debate_id)]
+
+
+def _key(item: InspireItem) -> str:
+    if item.debate.startswith("debate:"):
+        return stored_turn_key(int(item.debate.removeprefix("debate:")), item.position)
+    return f"{item.debate}/{item.position}"
+
+
+def _task_item(item: InspireItem) -> TaskItem:
+    speaker = "student" if item.role == "user" else "bot"
+    context = [f"{'Student' if r == 'user' else 'Bot'}: {t}" for r, t in item.dialogue[-4:]]
+    return TaskItem(
+        key=_key(item), title=f"{item.debate} · turn {item.position + 1} ({speaker})",
+        body="\n".join([f"Topic: {item.topic}", *context, "", f"» {speaker.capitalize()}: {item.text}"]),
+        payload=item,
+    )
+
+
+# ---------------------------------------------------------------- the report
+
+
+def _interval(values: list[float], seed: int) -> tuple[float | None, float | None, float | None]:
+    if not values:
+        return None, None, None
+    data = np.asarray(values)
+    interval = bootstrap_ci(lambda idx: float(data[idx].mean()), len(values), seed=seed)
+    return interval.estimate, interval.low, interval.high
+
+
+def dimension_rows(judgments: Sequence[TurnJudgment], seed: int = 0, label: str = "") -> list[tuple]:
+    """Per dimension and overall: mean, 95% bootstrap interval over the turns, turns scored."""
+    rows = []
+    for name in (*DIMENSIONS, "overall"):
+        values = [
+            value for j in judgments
+            if (value := (j.score.overall if name == "overall" else j.score.dimensions[name])) is not None
+        ]
+        mean, low, high = _interval(values, seed)
+        title = "overall" if name == "overall" else DIMENSION_TITLES[name]
+        rows.append(((label, title) if label else (title,)) + (mean, low, high, len(values)))
+    return rows
+
+
+def problem_counts(judgments: Sequence[TurnJudgment]) -> dict[str, int]:
+    """What could not be read or did not hold, over the turns."""
+    scores = [j.score for j in judgments]
+    return {
+        "subjective unreadable": sum(not s.subjective.valid for s in scores),
+        "translations": len(scores),
+        "translations unparsed": sum(not s.logic.valid for s in scores),
+        "derivations": sum(len(s.logic.checks) for s in scores),
+        "derivations invalid": sum(s.logic.count("invalid") for s in scores),
+        "derivations unparsed": sum(s.logic.count("unparsed") for s in scores),
+        "derivations timed out": sum(s.logic.count("timeout") for s in scores),
+        "claim lists unreadable": sum(not s.facts.valid for s in scores),
+        "claims": sum(len(s.facts.verdicts) for s in scores),
+        "fact verdicts unreadable": sum(not v.valid for s in scores for v in s.facts.verdicts),
+    }
+
+
+def per_turn_cost(judgments: Sequence[TurnJudgment]) -> dict[str, float]:
+    """Calls, prompt tokens and seconds of one turn's InspireScore, on average (candidates left out)."""
+    usage = sum((j.score.usage for j in judgments), Usage())
+    count = max(1, len(judgments))
+    return {
+        "calls": usage.calls / count, "prompt_tokens": usage.prompt_tokens / count,
+        "completion_tokens": usage.completion_tokens / count,
+        "seconds": sum(j.score.seconds for j in judgments) / count,
+    }
+
+
+class InspireTask:
+    name = TASK_NAME
+    title = "InspireScore of debate turns: four subjective dimensions, logical validity, facts (seed 003)"
+    description = (
+        "Scores every turn of debates (a RAD debates file, a GenIRSim run, argtui's own debate export, or a "
+        "stored debate) on emotional appeal, clarity, arrangement, topic relevance, logical validity (a solver "
+        "checks the model's translation) and factual truthfulness (claims checked against the argument base); "
+        "--candidates K also scores K alternative bot replies per bot turn for `argtui export preferences`."
+    )
+    labels: tuple[str, ...] = ()
+    variant_flag = "variant"
+    limit_help = "only the first N debates of --debates"
+    options = (
+        Option("debates", "debates file: RAD debates, a GenIRSim run or `argtui export debate --format jsonl`",
+               type=Path, metavar="FILE"),
+        Option("debate", "a stored debate (argtui debate --list shows them)", type=int, metavar="ID"),
+        Option("candidates", "also sample K alternative replies per bot turn (needs its stored step outputs) "
+               "and score each", type=_positive_int, metavar="K", judge_option=True),
+    )
+
+    def variants(self) -> tuple[str, ...]:
+        return (VARIANT,)
+
+    def filters(self, ctx: TaskContext) -> dict[str, tuple[str, ...]]:
+        return {}
+
+    def check_options(self, options: Any) -> None:
+        if (options.debates is None) == (options.debate is None):
+            raise ArgtuiError("give exactly one of --debates FILE and --debate ID")
+
+    def items(self, ctx: TaskContext, options: Any) -> list[TaskItem]:
+        self.check_options(options)
+        found = (
+            file_items(options.debates.expanduser(), options.limit) if options.debates is not None
+            else stored_items(ctx, options.debate)
+        )
+        return [_task_item(item) for item in found]
+
+    def draw(self, ctx: TaskContext, rng: random.Random, **filters: str) -> TaskItem:
+        topic, text = rng.choice(DEMO_TURNS)
+        return _task_item(InspireItem("demo", 0, "user", topic, text, ()))
+
+    def judge_variant(self, variant: str, options: Any) -> str:
+        return variant
+
+    def concurrency(self, variant: str, client: LLMClient, options: Any) -> int:
+        # A turn runs three calls at once, then one per claim.
+        return max(1, math.ceil(client.profile.max_concurrency / 3))
+
+    async def judge(self, ctx: TaskContext, item: TaskItem, variant: str, client: LLMClient, options: Any) -> Verdict:
+        turn: InspireItem = item.payload
+        retriever = await ctx.retriever()
+        score = await score_text(client, retriever, turn.topic, turn.text, turn.dialogue)
+        candidates = await self._candidates(client, retriever, turn, getattr(options, "candidates", None),
+                                            getattr(options, "seed", 0))
+        judgment = TurnJudgment(
+            debate=turn.debate, position=turn.position, role=turn.role, topic=turn.topic, user_side=turn.user_side,
+            dialogue=list(turn.dialogue), text=turn.text, score=score, candidates=candidates,
+        )
+        usage = score.usage + sum((c.score.usage for c in candidates if c.score is not None), Usage())
+        problems = score.problems
+        return Verdict(
+            value=score.overall, data=judgment.model_dump(mode="json"), detail=score.summary(),
+            invalid_reason="; ".join(problems) if score.overall is None else None,
+            raw="\n".join(filter(None, (score.subjective.raw, score.logic.raw, score.facts.raw))),
+            usage=usage, seconds=score.seconds,
+        )
+
+    async def score_stored_turn(self, ctx: TaskContext, client: LLMClient, debate_id: int, position: int
+                                ) -> TurnJudgment:
+        """Score the turn at stored `position` of a debate and store it as `argtui eval inspire --debate ID`
+        does: the same judge, item key and verdict, so that command judges it no more."""
+        found = next((item for turn, item in _stored(ctx, debate_id) if turn.position == position), None)
+        if found is None:
+            raise ArgtuiError(f"debate {debate_id} has no turn {position} in its dialogue to score")
+        options = argparse.Namespace(candidates=None, seed=0)  # the command's defaults
+        task_item = _task_item(found)
+        verdict = await self.judge(ctx, task_item, VARIANT, client, options)
+        judge = await judge_id(self, client, VARIANT, options)
+        # A write may wait for the database lock: off the event loop, which a screen shares.
+        await asyncio.to_thread(JudgmentStore(ctx.db, TASK_NAME).save, judge, [(task_item.key, verdict, None)])
+        return turn_judgment(verdict)
+
+    async def _candidates(self, client: LLMClient, retriever, turn: InspireItem, k: int | None, seed: int
+                          ) -> list[Candidate]:
+        steps = turn.steps
+        if not k or turn.role != "assistant" or steps is None or steps.strategy is None or steps.final is None:
+            return []
+        side = turn.user_side or "pro"
+        pipeline = DebatePipeline(client, retriever, seed=seed)
+        history = [DialogueTurn(role, text) for role, text in turn.dialogue]
+        replies = await pipeline.reply_candidates(DebateSetup(turn.topic, side), history, steps.strategy, steps.final, k)
+        scores = await asyncio.gather(*(
+            score_text(client, retriever, turn.topic, reply.value.response, turn.dialogue)
+            for reply in replies if reply.value is not None
+        ))
+        valid = iter(scores)
+        return [
+            Candidate(text=reply.value.response, score=next(valid)) if reply.value is not None
+            else Candidate(text=reply.raw, error=reply.error)
+            for reply in replies
+        ]
+
+    def report(
+        self, ctx: TaskContext, judge: JudgeId, items: Sequence[TaskItem], verdicts: dict[str, Verdict], options: Any,
+        run_id: int,
+    ) -> TaskReport:
+        judgments = [turn_judgment(verdicts[item.key]) for item in items]
+        return inspire_report(judgments, getattr(options, "seed", 0), f"InspireScore · {judge.name}")
+
+    def summary(self, runs: list[TaskRun]) -> TaskReport:
+        """Per judge of the command: mean and 95% interval per dimension, and what did not parse."""
+        rows, counts = [], []
+        for run in runs:
+            judgments = [turn_judgment(v) for v in run.outcome.verdicts.values()]
+            rows += dimension_rows(judgments, label=run.judge.name)
+            problems = problem_counts(judgments)
+            counts.append((run.judge.name, problems["subjective unreadable"], problems["translations unparsed"],
+                           problems["derivations invalid"], problems["derivations unparsed"],
+                           problems["fact verdicts unreadable"]))
+        return TaskReport(
+            "InspireScore summary",
+            (
+                ReportTable("Mean and 95% bootstrap interval per dimension, over the turns scored on it",
+                            ("judge", "dimension", "mean", "low", "high", "turns"), tuple(rows)),
+                ReportTable("Unparsed and invalid", ("judge", "subjective", "translations", "derivations invalid",
+                                                     "derivations unparsed", "fact verdicts"), tuple(counts)),
+            ),
+            data={"dimensions": [dict(zip(("judge", "dimension", "mean", "low", "high", "turns"), r)) for r in rows]},
+        )
+
+
+def inspire_report(judgments: Sequence[TurnJudgment], seed: int, title: str) -> TaskReport:
+    debates: dict[str, list[TurnJudgment]] = {}
+    for judgment in judgments:
+        debates.setdefault(judgment.debate, []).append(judgment)
+    per_debate = {name: debate_score([(j.role, j.score) for j in turns]) for name, turns in debates.items()}
+    problems = problem_counts(judgments)
+    cost = per_turn_cost(judgments)
+    parsed = problems["translations"] - problems["translations unparsed"]
+    candidates = [c for j in judgments for c in j.candidates]
+    notes = [
+        f"{len(judgments)} turns of {len(debates)} debates; overall = mean of the dimensions scored",
+        f"per turn: {cost['calls']:.1f} LLM calls, {cost['prompt_tokens']:.0f} prompt tokens, "
+        f"{cost['seconds']:.2f} s",
+        f"translations parsed: {parsed} of {problems['translations']}",
+    ]
+    if candidates:
+        notes.append(f"candidates: {sum(c.score is not None for c in candidates)} scored, "
+                     f"{sum(c.score is None for c in candidates)} did not parse")
+    rows = dimension_rows(judgments, seed)
+    return TaskReport(
+        title,
+        (
+            ReportTable("Mean and 95% bootstrap interval per dimension, over the turns scored on it",
+                        ("dimension", "mean", "low", "high", "turns"), tuple(rows)),
+            ReportTable("Per debate", ("debate", "turns", "overall", "student", "bot"), tuple(
+                (name, score.turns, score.overall, score.student, score.bot) for name, score in per_debate.items()
+            )),
+            ReportTable("Unparsed and invalid", ("what", "count"), tuple(problems.items())),
+        ),
+        tuple(notes),
+        {
+            "turns": len(judgments), "debates": {name: score.model_dump() for name, score in per_debate.items()},
+            "dimensions": [dict(zip(("dimension", "mean", "low", "high", "turns"), row)) for row in rows],
+            "problems": problems, "per_turn": cost,
+            "translations_parsed_share": parsed / problems["translations"] if problems["translations"] else None,
+        },
+    )
+
+
+TASK = InspireTask()
+
+
+# ---------------------------------------------------------------- preference pairs
+
+
+class PreferencePair(BaseModel):
+    """One DPO example in TRL's standard preference shape (`prompt`, `chosen`, `rejected`),
+    with both replies' overall InspireScores."""
+
+    prompt: str
+    chosen: str
+    rejected: str
+    score_chosen: float
+    score_rejected: float
+    debate: str
+    position: int
+    judge: str
+
+
+def preference_pairs(ctx: TaskContext, judge: str | None = None) -> list[PreferencePair]:
+    """Per scored bot turn with candidates: its highest- against its lowest-scoring reply
+    (skipped when they score the same). `judge` keeps one judge's verdicts (JudgeId name)."""
+    from engines.debate.pipeline import render_dialogue
+
+    store = JudgmentStore(ctx.db, TASK_NAME)
+    pairs = []
+    for stored in store.judges():
+        if judge is not None and stored.name != judge:
+            continue
+        for verdict in store.load(stored.judge).values():
+            turn = turn_judgment(verdict)
+            replies = turn.scored_replies()
+            if turn.role != "assistant" or len(replies) < 2:
+                continue
+            best = max(replies, key=lambda reply: reply[1])
+            worst = min(replies, key=lambda reply: reply[1])
+            if best[1] <= worst[1]:
+                continue
+            setup = DebateSetup(turn.topic, turn.user_side or "pro")
+            prompt = render_dialogue(setup, [DialogueTurn(role, text) for role, text in turn.dialogue])
+            pairs.append(PreferencePair(
+                prompt=prompt, chosen=best[0], rejected=worst[0], score_chosen=best[1], score_rejected=worst[1],
+                debate=turn.debate, position=turn.position, judge=stored.name,
+            ))
+    return pairs
