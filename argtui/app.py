@@ -3,27 +3,39 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.command import Provider
 from textual.reactive import reactive
 from textual.screen import Screen
 
 from argtui.runtime import Runtime
-from engines.debate.levels import default_level
-from engines.llm.status import BackendStatus
-from store.debates import DebateRepository
-from screens.debate import DebateScreen
-from screens.help import HelpScreen
 from screens.home import HomeScreen
 from screens.modes import discover_modes
+
+if TYPE_CHECKING:
+    from engines.llm.status import BackendStatus
+
+# What Home does not show is imported when first used: the palette's entries, the
+# help and glossary screens, and a debate opened from the command line.
+
+
+def screen_commands() -> type[Provider]:
+    from screens.palette import ScreenCommands
+
+    return ScreenCommands
 
 
 class ArgtuiApp(App):
     TITLE = "argtui"
+    CSS_PATH = "../screens/app.tcss"
+    COMMANDS = App.COMMANDS | {screen_commands}
     BINDINGS = [
         Binding("question_mark,f1", "help", "Help"),
-        Binding("ctrl+s", "screenshot", "Screenshot", show=False),
+        Binding("f9", "glossary", "Glossary", show=False),
+        Binding("ctrl+s", "screenshot", "Screenshot", show=False, priority=True),  # over dialogs and inputs
         Binding("ctrl+q", "quit", "Quit"),
     ]
 
@@ -42,8 +54,13 @@ class ArgtuiApp(App):
 
     def on_mount(self) -> None:
         self.push_screen(HomeScreen())
-        self.action_check_backend()
+        # Home is drawn first: starting the backend and its HTTP client takes a few tenths of a second
+        self.call_after_refresh(self.action_check_backend)
         if self.start_debate:
+            from engines.debate.levels import default_level
+            from screens.debate import DebateScreen
+            from store.debates import DebateRepository
+
             claim, side, level = self.start_debate
             if level is None:
                 level = default_level(self.services.config.profile(self.backend_name))
@@ -60,8 +77,16 @@ class ArgtuiApp(App):
         self.backend_status = await self.services.status(self.backend_name)
 
     def action_help(self) -> None:
+        from screens.help import HelpScreen
+
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen())
+            self.push_screen(HelpScreen(self.screen))
+
+    def action_glossary(self) -> None:
+        from screens.glossary import GlossaryScreen
+
+        if not isinstance(self.screen, GlossaryScreen):
+            self.push_screen(GlossaryScreen())
 
     def action_screenshot(self) -> None:
         folder = self.services.config.paths.data_dir / "screenshots"

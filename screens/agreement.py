@@ -19,8 +19,10 @@ from engines.critiques.agreement import (
     Comparison,
     table_rows,
 )
+from engines.critiques.judges import TASK_NAME as CRITIQUES
 from engines.critiques.report import build_report, rater_names
 from screens.demo_notice import DemoNotice
+from screens.glossary import JudgeName
 from screens.modes import Mode
 from screens.services import services
 from store.critiques import CritiqueRepository, RatingVersion
@@ -33,13 +35,6 @@ class AgreementScreen(Screen):
         Binding("f", "toggle_first", "First/latest"),
         Binding("l", "reload", "Reload"),
     ]
-    DEFAULT_CSS = """
-    AgreementScreen #heading { height: auto; padding: 0 1; background: $boost; }
-    AgreementScreen #tables { height: 1fr; }
-    AgreementScreen DataTable { height: auto; margin-bottom: 1; }
-    AgreementScreen .title { padding: 0 1; text-style: bold; }
-    AgreementScreen #legend { padding: 0 1; color: $text-muted; }
-    """
 
     def __init__(self, reference: str | None = None) -> None:
         super().__init__()
@@ -112,8 +107,11 @@ class AgreementScreen(Screen):
     @staticmethod
     def _fill(table: DataTable, rows: list[Comparison]) -> None:
         table.clear()
-        for cells in table_rows(rows):
-            table.add_row(*(Text(cell, justify="left" if i == 0 else "right") for i, cell in enumerate(cells)), height=2)
+        for row, (name, *numbers) in zip(rows, table_rows(rows)):
+            if row.kind == "judge":  # the model on one line, the prompt's plain name on the next
+                judge = JudgeName.parse(CRITIQUES, row.compared)
+                name = f"{judge.backend}\n{judge.short_variant} ({row.kind})"
+            table.add_row(Text(name), *(Text(cell, justify="right") for cell in numbers), height=2)
 
     def action_next_reference(self) -> None:
         raters = rater_names(services(self).db)

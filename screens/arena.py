@@ -5,12 +5,15 @@ every judge task appears here with no edit to this screen. A judge column is
 a backend profile with one of the task's variants. Drawing
 an item starts every column at once (each in its own worker); each card fills
 in with its label, distribution and time as its answer arrives. The reference
-(expert / gold) answer stays hidden until asked for.
+(expert / gold) answer stays hidden until asked for. Every answer is stored as a
+judgment of its judge, keyed as an Arena item, so the Leaderboard counts it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import random
+import re
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -19,17 +22,33 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, HorizontalScroll, Vertical, VerticalScroll
-from textual.screen import ModalScreen, Screen
+from textual.events import Resize
+from textual.screen import ModalScreen
 from textual.widgets import Footer, Header, Select, SelectionList, Static
 
+from engines.components.formatting import TARGET_CLOSE, TARGET_OPEN
 from engines.errors import ArgtuiError
+from engines.judging.evaluate import judge_id
+from engines.judging.store import JudgmentStore, arena_key
 from engines.judging.task import Task, TaskItem, default_options, tasks
 from engines.judging.verdict import Verdict
 from screens.demo_notice import DemoNotice
+from screens.glossary import titled_variant, variant_short
 from screens.modes import Mode
-from screens.services import services
+from screens.navigation import StepsBack, escape_bindings, typing
+from screens.services import backend_name, services
+from screens.widgets.distribution import distribution_bars
+from store import StoreError
 
 BAR_WIDTH = 10
+TITLE_SEPARATOR = " · "
+MIN_PROFILE_CHARS = 4  # of a profile cut in a narrow card's title ("vll…"); fewer tell nothing
+TITLE_MARGIN = 4  # a card's title sits between its corners (of its outer size) with a space each side
+TARGET_STYLE = "bold reverse"
+NOTICE_KEY = "F8"  # as on the Debate screen
+# Two compared texts (a pairwise item's "Argument A (…):" and "Argument B (…):" paragraphs)
+# are shown side by side, so both are in view at 80×24.
+SIDE_HEADING = re.compile(r"^Argument [A-Z]\b")
 
 
 @dataclass(frozen=True)
@@ -37,46 +56,78 @@ class JudgeColumn:
     profile: str
     variant: str
 
-    @property
-    def title(self) -> str:
-        return f"{self.profile} · {self.variant}"
+    def title(self, task: str) -> str:
+        """The whole name: the profile and the variant's plain name with its code."""
+        return f"{self.profile} · {titled_variant(task, self.variant)}"
+
+    def short_title(self, task: str, width: int) -> str:
+        """The title of a card `width` wide: the variant's short form (what tells columns apart) and as
+        much of the profile as fits; the profile left out when not even a few letters would."""
+        variant = variant_short(task, self.variant)
+        room = width - len(variant) - len(TITLE_SEPARATOR)
+        if len(self.profile) <= room:
+            return f"{variant}{TITLE_SEPARATOR}{self.profile}"
+        if room >= MIN_PROFILE_CHARS:
+            return f"{variant}{TITLE_SEPARATOR}{self.profile[: room - 1]}…"
+        return variant if len(variant) <= width else variant[: max(width - 1, 0)] + "…"
 
 
-def distribution_text(labels: Sequence[str], distribution: dict[str, float], width: int = BAR_WIDTH) -> Text:
-    """One bar per label: `A   ██████░░░░  62%`."""
+def item_text(body: str) -> Text:
+    """An item's plain text with the span under judgment (the classifier's <TARGET> tags) emphasised
+    instead of tagged."""
     text = Text()
-    pad = max(len(label) for label in labels)
-    for label in labels:
-        share = distribution.get(label, 0.0)
-        filled = round(share * width)
-        text.append(f"{label:<{pad}} ")
-        text.append("█" * filled, style="bold")
-        text.append("░" * (width - filled), style="dim")
-        text.append(f" {share:>4.0%}\n")
+    rest = body
+    while (start := rest.find(TARGET_OPEN)) != -1 and (end := rest.find(TARGET_CLOSE, start)) != -1:
+        text.append(rest[:start])
+        text.append(rest[start + len(TARGET_OPEN) : end], style=TARGET_STYLE)
+        rest = rest[end + len(TARGET_CLOSE) :]
+    text.append(rest)
     return text
+
+
+def split_sides(body: str) -> tuple[str, tuple[str, str] | None]:
+    """(the head, the two compared texts) when the body ends with two "Argument X" paragraphs."""
+    paragraphs = body.split("\n\n")
+    if len(paragraphs) >= 3 and all(SIDE_HEADING.match(p) for p in paragraphs[-2:]):
+        return "\n\n".join(paragraphs[:-2]), (paragraphs[-2], paragraphs[-1])
+    return body, None
+
+
+def answer_time(answer: Verdict) -> str:
+    """How long the answer took, or that it came from the cache (then no time is meaningful)."""
+    usage = answer.usage
+    if usage.cached:
+        return "cached"
+    if usage.cached_calls:
+        return f"{answer.seconds:.2f} s ({usage.cached_calls} of {usage.calls} cached)"
+    return f"{answer.seconds:.2f} s"
+
+
+def stored_reference(task: Task, reference: str | None) -> str | None:
+    """The reference as batch runs store it: the label it names ("A (published …)" → "A")."""
+    if reference is None or not task.labels or reference in task.labels:
+        return reference
+    head = reference.split(maxsplit=1)[0] if reference.strip() else ""
+    return head if head in task.labels else reference
 
 
 class JudgeCard(Static):
     """One judge's answer to the current item."""
 
-    DEFAULT_CSS = """
-    JudgeCard {
-        width: 1fr;
-        min-width: 26;
-        height: auto;
-        border: round $secondary;
-        padding: 0 1;
-    }
-    JudgeCard.-answered { border: round $success; }
-    JudgeCard.-failed { border: round $error; }
-    """
-
-    def __init__(self, column: JudgeColumn, labels: Sequence[str]) -> None:
+    def __init__(self, column: JudgeColumn, task: Task) -> None:
         super().__init__()
         self.column = column
-        self.labels = tuple(labels)
+        self.task_name = task.name
+        self.labels = tuple(task.labels)
         self.answer: Verdict | None = None
-        self.border_title = Text(column.title)  # profile names come from the config: never markup
+        self.full_title = column.title(task.name)
+        self.border_title = Text(self.full_title)  # profile names come from the config: never markup
+        self.tooltip = Text(self.full_title)
+
+    def on_resize(self, event: Resize) -> None:
+        width = event.size.width - TITLE_MARGIN
+        fits = len(self.full_title) <= width
+        self.border_title = Text(self.full_title if fits else self.column.short_title(self.task_name, width))
 
     def show_state(self, message: str) -> None:
         self.answer = None
@@ -92,8 +143,10 @@ class JudgeCard(Static):
             text.append(f"{answer.raw[:200]}\n", style="dim")
         else:
             text.append(f"{answer.label}\n", style="bold reverse")
-        text.append_text(distribution_text(self.labels, answer.distribution))
-        text.append("cached" if answer.usage.cached else f"{answer.seconds:.2f} s", style="bold")
+        if self.labels:
+            text.append_text(distribution_bars(self.labels, answer.distribution, BAR_WIDTH))
+            text.append("\n")
+        text.append(answer_time(answer), style="bold")
         if answer.detail:
             text.append(f" · {answer.detail}", style="dim")
         self.update(text)
@@ -111,25 +164,19 @@ class JudgePicker(ModalScreen[list[JudgeColumn] | None]):
         Binding("enter", "confirm", "Use these judges", priority=True),
         Binding("escape", "cancel", "Cancel"),
     ]
-    DEFAULT_CSS = """
-    JudgePicker { align: center middle; }
-    JudgePicker #dialog {
-        width: 70; max-width: 100%; height: auto; max-height: 90%;
-        border: thick $primary; background: $surface; padding: 0 1;
-    }
-    JudgePicker SelectionList { height: auto; max-height: 16; }
-    """
 
-    def __init__(self, profiles: Sequence[str], variants: Sequence[str], chosen: Sequence[JudgeColumn]):
+    def __init__(self, profiles: Sequence[str], task: Task, chosen: Sequence[JudgeColumn]):
         super().__init__()
-        self.columns = [JudgeColumn(p, v) for p in profiles for v in variants]
+        self.task_name = task.name
+        self.columns = [JudgeColumn(p, v) for p in profiles for v in task.variants()]
         self.chosen = set(chosen)
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
             yield Static("Judges side by side: Space toggles, Enter confirms, Esc cancels.")
             yield SelectionList[int](
-                *((Text(column.title), i, column in self.chosen) for i, column in enumerate(self.columns))
+                *((Text(column.title(self.task_name)), i, column in self.chosen)
+                  for i, column in enumerate(self.columns))
             )
 
     def action_confirm(self) -> None:
@@ -140,24 +187,19 @@ class JudgePicker(ModalScreen[list[JudgeColumn] | None]):
         self.dismiss(None)
 
 
-class ArenaScreen(Screen):
+class ArenaScreen(StepsBack):
     BINDINGS = [
         Binding("n", "draw", "Draw"),
         Binding("r", "reveal", "Reveal"),
         Binding("j", "judge", "Judge"),
         Binding("c", "choose_judges", "Judges"),
-        Binding("a", "toggle_auto", "Auto"),
-        Binding("escape", "app.pop_screen", "Back"),
+        Binding("a", "toggle_auto", "Auto", show=False),  # in the palette and help: the footer has no room
+        Binding("f8", "toggle_notice", "Demo notice", show=False),
+        *escape_bindings("selector"),
     ]
-    DEFAULT_CSS = """
-    ArenaScreen #controls { height: 1; }
-    ArenaScreen #controls Select { width: 1fr; }
-    ArenaScreen #item-title { height: 1; text-style: bold; padding: 0 1; background: $boost; }
-    ArenaScreen #item-scroll { height: 1fr; min-height: 3; padding: 0 1; }
-    ArenaScreen #cards { height: auto; max-height: 14; }
-    ArenaScreen #reference { height: auto; padding: 0 1; background: $boost; }
-    ArenaScreen #reference.-revealed { background: $success 30%; text-style: bold; }
-    """
+    # The task selector first: what the screen is about. Closed, it leaves the letter keys to the screen.
+    AUTO_FOCUS = "#task"
+    LETTER_ACTIONS = frozenset({"draw", "reveal", "judge", "choose_judges", "toggle_auto"})
 
     def __init__(
         self,
@@ -181,7 +223,7 @@ class ArenaScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield DemoNotice()
+        yield DemoNotice(compact=True, expand_key=NOTICE_KEY)
         with Horizontal(id="controls"):
             yield Select(
                 [(task.title, task.name) for task in self.arena_tasks], id="task", compact=True,
@@ -190,6 +232,10 @@ class ArenaScreen(Screen):
         yield Static(id="item-title")
         with VerticalScroll(id="item-scroll"):
             yield Static(id="item-body")
+        with Horizontal(id="item-sides"):
+            for side in ("a", "b"):
+                with VerticalScroll(id=f"item-side-{side}", classes="item-side"):
+                    yield Static(id=f"item-side-{side}-text")
         yield HorizontalScroll(id="cards")
         yield Static(id="reference")
         yield Footer(compact=True)  # every key fits in 80 columns
@@ -201,6 +247,12 @@ class ArenaScreen(Screen):
             return
         await self._use_task(self.arena_task, self.columns)
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """A letter typed into an opened selector is the selector's: no item drawn by a stray key."""
+        if action in self.LETTER_ACTIONS and typing(self):
+            return None
+        return super().check_action(action, parameters)
+
     # ------------------------------------------------------------------ task and judges
 
     def _profiles(self) -> list[str]:
@@ -208,7 +260,7 @@ class ArenaScreen(Screen):
 
     def _default_profile(self) -> str:
         """The backend the app was started with ("" asks the services for their default)."""
-        return getattr(self.app, "backend_name", None) or next(iter(self._profiles()), "")
+        return backend_name(self) or next(iter(self._profiles()), "")
 
     async def _use_task(self, task: Task, columns: Sequence[JudgeColumn] | None) -> None:
         self.arena_task = task
@@ -230,7 +282,7 @@ class ArenaScreen(Screen):
     async def _build_cards(self) -> None:
         cards = self.query_one("#cards", HorizontalScroll)
         await cards.remove_children()
-        await cards.mount_all(JudgeCard(column, self.arena_task.labels) for column in self.columns or [])
+        await cards.mount_all(JudgeCard(column, self.arena_task) for column in self.columns or [])
         hint = "judging…" if self.auto_judge else "press j to judge"
         for card in cards.query(JudgeCard):
             card.show_state(hint if self.item else "waiting for an item")
@@ -260,7 +312,7 @@ class ArenaScreen(Screen):
                 if self.item is not None and self.auto_judge:
                     self.action_judge()
 
-        self.app.push_screen(JudgePicker(self._profiles(), self.arena_task.variants(), self.columns or []), use)
+        self.app.push_screen(JudgePicker(self._profiles(), self.arena_task, self.columns or []), use)
 
     # ------------------------------------------------------------------ items
 
@@ -286,7 +338,12 @@ class ArenaScreen(Screen):
         self.item = item
         self.revealed = False
         self._show_title(item.title)
-        self.query_one("#item-body", Static).update(Text(item.body))
+        head, sides = split_sides(item.body)
+        self.set_class(sides is not None, "-two-texts")
+        self.query_one("#item-body", Static).update(item_text(head))
+        for side, side_text in zip(("a", "b"), sides or ("", "")):
+            self.query_one(f"#item-side-{side}-text", Static).update(item_text(side_text))
+            self.query_one(f"#item-side-{side}", VerticalScroll).scroll_home(animate=False)
         self.query_one("#item-scroll", VerticalScroll).scroll_home(animate=False)
         self._show_reference()
         if self.auto_judge:
@@ -312,6 +369,9 @@ class ArenaScreen(Screen):
         self.revealed = not self.revealed
         self._show_reference()
 
+    def action_toggle_notice(self) -> None:
+        self.query_one(DemoNotice).toggle()
+
     def action_toggle_auto(self) -> None:
         self.auto_judge = not self.auto_judge
         self.notify(f"Judges answer {'as soon as an item is drawn' if self.auto_judge else 'when you press j'}.")
@@ -330,13 +390,21 @@ class ArenaScreen(Screen):
         try:
             context = services(self)
             client = await context.client(card.column.profile)
-            answer = await task.judge(context, item, card.column.variant, client, default_options(task))
+            options = default_options(task)
+            answer = await task.judge(context, item, card.column.variant, client, options)
         except ArgtuiError as exc:
             if item is self.item:
                 card.show_error(str(exc))
             return
         if item is self.item:
             card.show_answer(answer)
+        store = JudgmentStore(context.db, task.name)
+        entry = (arena_key(item.key), answer, stored_reference(task, item.reference))
+        try:
+            judge = await judge_id(task, client, card.column.variant, options)
+            await asyncio.to_thread(store.save, judge, [entry])  # a write may wait for the database lock
+        except (ArgtuiError, StoreError) as exc:
+            self.notify(f"Answer of {card.full_title} not stored: {exc}", severity="error", markup=False)
 
 
 MODE = Mode(

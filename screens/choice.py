@@ -24,14 +24,6 @@ class Answer:
 
 class ChoiceDialog(ModalScreen[str | None]):
     BINDINGS = [Binding("escape", "dismiss_none", "Close")]
-    DEFAULT_CSS = """
-    ChoiceDialog { align: center middle; }
-    ChoiceDialog > Vertical {
-        width: 76; max-width: 95%; height: auto; border: thick $accent; padding: 1 2; background: $surface;
-    }
-    ChoiceDialog #answers { height: auto; margin-top: 1; }
-    ChoiceDialog Button { margin-right: 1; }
-    """
 
     def __init__(self, question: Text, answers: Sequence[Answer]):
         super().__init__()

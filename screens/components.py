@@ -20,26 +20,22 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from engines.components import LABELS, METHODS, ComponentResult, Span, segment
-from engines.components.prompts import ROLE_NAMES
+from engines.components import METHODS, ComponentResult, Span, segment
 from engines.components.records import LabelledDocument, document_components, labelled_documents
+from engines.debate.records import ComponentRecord
 from engines.errors import ArgtuiError
 from engines.judging.task import default_options
 from engines.tasks.components import TASK, label_text
 from screens.demo_notice import DemoNotice
+from screens.glossary import JudgeName, titled_variant
 from screens.modes import Mode
-from screens.services import services
+from screens.navigation import back
+from screens.services import backend_name, services
+from screens.widgets.chips import chip_legend, label_chip
+from screens.widgets.transcript import component_transcript
 
-LABEL_COLOURS = {"MajorClaim": "#8e3b9e", "Claim": "#2160b0", "Premise": "#7cc47f"}
-LABEL_STYLES = {
-    "MajorClaim": f"bold white on {LABEL_COLOURS['MajorClaim']}",
-    "Claim": f"white on {LABEL_COLOURS['Claim']}",
-    "Premise": f"black on {LABEL_COLOURS['Premise']}",
-}
 PENDING_STYLE = "underline"
-INVALID_STYLE = "strike red"
 SELECTED_STYLE = "reverse"
-BAR_WIDTH = 20
 
 
 @dataclass
@@ -54,16 +50,12 @@ class ShownDocument:
 
 
 def document_content(shown: ShownDocument, selected: int | None) -> Content:
-    """The text with each component coloured by its label; clicking one selects it."""
+    """The text with each component on its label's colour (underlined until labelled); clicking one
+    selects it."""
     content = Content(shown.text)
     for index, span in enumerate(shown.spans):
         result = shown.results.get(index)
-        if result is None:
-            style = PENDING_STYLE
-        elif result.label is None:
-            style = INVALID_STYLE
-        else:
-            style = LABEL_STYLES[result.label]
+        style = PENDING_STYLE if result is None else str(label_chip(result.label).style)
         if index == selected:
             style += f" {SELECTED_STYLE}"
         content = content.stylize(f"{style} @click=screen.select_component({index})", span.start, span.end)
@@ -71,92 +63,36 @@ def document_content(shown: ShownDocument, selected: int | None) -> Content:
 
 
 def legend() -> Text:
-    text = Text()
-    for label, style in LABEL_STYLES.items():
-        text.append(f" {label} ", style=style)
-        text.append(" ")
-    text.append(" invalid ", style=INVALID_STYLE)
-    text.append(" ")
-    text.append("pending", style=PENDING_STYLE)
-    return text
-
-
-def distribution_bars(distribution: dict[str, float]) -> Text:
-    text = Text()
-    for label in LABELS:
-        share = distribution.get(label, 0.0)
-        filled = round(share * BAR_WIDTH)
-        text.append(f"{label:<11}")
-        text.append("█" * filled, style=LABEL_COLOURS[label])
-        text.append("·" * (BAR_WIDTH - filled), style="dim")
-        text.append(f" {share:.2f}\n")
-    return text
+    return chip_legend("") + Text(" ") + Text("pending", style=PENDING_STYLE)
 
 
 def component_detail(shown: ShownDocument, index: int) -> Text:
-    """Everything behind one component's label."""
-    span = shown.spans[index]
+    """Everything behind one component's label: the shared transcript, with the gold label and what
+    the labelling cost."""
     result = shown.results.get(index)
-    text = Text()
-    text.append(f"Component {index + 1} of {len(shown.spans)}\n", style="bold")
-    text.append(f"“{span.text}”\n\n", style="italic")
+    lines = [Text(f"Component {index + 1} of {len(shown.spans)}", style="bold")]
     if index in shown.gold:
-        text.append("gold: ", style="bold")
-        text.append(f"{shown.gold[index]}\n")
+        lines.append(Text.assemble(("gold: ", "bold"), label_chip(shown.gold[index])))
     if result is None:
-        text.append("not labelled yet", style="dim")
-        return text
-    text.append("label: ", style="bold")
-    if result.label is None:
-        text.append("invalid", style="bold red")
-        text.append(f" (model said {result.raw[:80]!r})\n")
-    else:
-        text.append(f" {result.label} ", style=LABEL_STYLES[result.label])
-        text.append(f"  by {result.method}\n")
-    if result.distribution:
-        title = "Manager distribution" if result.method == "mad" else "Distribution"
-        text.append(f"\n{title} ({result.distribution_source})\n", style="bold")
-        text.append(distribution_bars(result.distribution))
-    if result.skipped:
-        text.append(f"\n{result.reason}\n", style="italic")
-    if result.proponent_label:
-        text.append(
-            f"\nDebate: Proponent defends {result.proponent_label}, Opponent defends {result.opponent_label}\n",
-            style="bold",
-        )
-    for turn in result.transcript:
-        if turn.role == "judge":
-            continue
-        who = ROLE_NAMES.get(turn.role, turn.role) + (f" ({turn.label})" if turn.label else "")
-        text.append(f"\n{who}\n", style="bold underline")
-        text.append(f"{turn.text}\n")
-    if result.method == "mad" and not result.skipped:
-        text.append("\nJudge's reason\n", style="bold underline")
-        text.append(f"{result.reason}\n")
+        lines += [Text(f"“{shown.spans[index].text}”", style="italic"), Text("not labelled yet", style="dim")]
+        return Text("\n").join(lines)
+    lines += component_transcript(ComponentRecord.of(result))
     usage = result.usage
     calls = f"{usage.calls} call{'s' if usage.calls != 1 else ''}"
-    text.append(f"\n{calls} ({usage.cached_calls} cached), {result.seconds:.1f} s, {usage.tokens} tokens", style="dim")
-    return text
+    lines.append(Text(f"{calls} ({usage.cached_calls} cached), {result.seconds:.1f} s, {usage.tokens} tokens",
+                      style="dim"))
+    return Text("\n\n").join(lines)
 
 
 class ComponentsScreen(Screen):
     BINDINGS = [
-        Binding("escape", "app.pop_screen", "Back"),
+        Binding("escape", "back", "Back"),
         Binding("n", "step(1)", "Next"),
         Binding("p", "step(-1)", "Prev"),
         Binding("m", "cycle_method", "Method"),
         Binding("t", "type_text", "Type"),
         Binding("r", "reload", "Reload"),
     ]
-    DEFAULT_CSS = """
-    ComponentsScreen #body { height: 1fr; }
-    ComponentsScreen #left { width: 1fr; }
-    ComponentsScreen #documents { height: 6; }
-    ComponentsScreen #legend { height: auto; }
-    ComponentsScreen #document-scroll { height: 1fr; border: round $primary-muted; }
-    ComponentsScreen #detail-scroll { width: 1fr; border: round $secondary-muted; }
-    ComponentsScreen #text { dock: bottom; }
-    """
 
     def __init__(self) -> None:
         super().__init__()
@@ -191,7 +127,7 @@ class ComponentsScreen(Screen):
         documents = self.query_one("#documents", OptionList)
         documents.clear_options()
         documents.add_options(
-            Option(Text(f"{entry.name} · {entry.judge.name} ({len(entry.items)})"), id=str(i))
+            Option(Text(f"{entry.name} · {self._judge_words(entry)} ({len(entry.items)})"), id=str(i))
             for i, entry in enumerate(self.stored)
         )
         if self.stored:
@@ -206,6 +142,12 @@ class ComponentsScreen(Screen):
             self.query_one("#document", Static).update(hint)
             self.query_one("#detail", Static).update("")
 
+    @staticmethod
+    def _judge_words(entry: LabelledDocument) -> str:
+        """The judge in a narrow list: its backend and its method's short name."""
+        judge = JudgeName.parse(TASK.name, entry.judge.name)
+        return f"{judge.backend} {judge.short_variant}"
+
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         entry = self.stored[int(event.option.id)]
         components = document_components(services(self).db, entry)
@@ -218,6 +160,9 @@ class ComponentsScreen(Screen):
         ))
 
     # ------------------------------------------------------------------ typed text
+
+    def action_back(self) -> None:
+        back(self)
 
     def action_type_text(self) -> None:
         self.query_one("#text", Input).focus()
@@ -245,7 +190,7 @@ class ComponentsScreen(Screen):
                 self._redraw()
 
         try:
-            client = await services(self).client(getattr(self.app, "backend_name", None))
+            client = await services(self).client(backend_name(self))
             _, results = await label_text(
                 services(self).db, client, text, method, default_options(TASK), spans, on_component
             )
@@ -253,7 +198,7 @@ class ComponentsScreen(Screen):
             self.notify(str(exc), title="Labelling stopped", severity="error", markup=False)
             return
         self.action_reload()
-        self.notify(f"Labelled {len(results)} components with {method}.")
+        self.notify(f"Labelled {len(results)} components with {titled_variant(TASK.name, method)}.")
 
     # ------------------------------------------------------------------ selection
 
@@ -298,9 +243,10 @@ class ComponentsScreen(Screen):
 
     def _update_subtitle(self) -> None:
         title = f" · {self.shown.title}" if self.shown else ""
-        self.sub_title = f"Components{title} · typed text uses {self.method}"
+        method = titled_variant(TASK.name, self.method)
+        self.sub_title = f"Components{title} · typed text uses {method}"
         self.query_one("#text", Input).placeholder = (
-            f"Type a paragraph and press Enter to label its components with {self.method} (m: method)"
+            f"Type a paragraph and press Enter to label its components with {method} (m: method)"
         )
 
 

@@ -28,12 +28,6 @@ class DatasetsScreen(Screen):
         Binding("b", "rebuild", "Rebuild index"),
         Binding("r", "reload", "Reload"),
     ]
-    DEFAULT_CSS = """
-    DatasetsScreen #index-summary { height: auto; padding: 0 1; margin-bottom: 1; }
-    DatasetsScreen #sources { height: auto; max-height: 12; }
-    DatasetsScreen #build-progress { margin: 1 1; }
-    DatasetsScreen #datasets-hint { height: auto; padding: 0 1; color: $text-muted; }
-    """
 
     def compose(self) -> ComposeResult:
         yield Header()

@@ -13,6 +13,7 @@ from textual.widgets.option_list import Option
 from engines.llm.status import BackendStatus
 from screens.demo_notice import DemoNotice
 from screens.modes import Mode, discover_modes
+from screens.services import backend_name, shell
 
 
 def describe_status(status: BackendStatus | None, backend_name: str) -> Text:
@@ -42,13 +43,6 @@ class HomeScreen(Screen):
         Binding("enter", "open_mode", "Open", show=True),
         Binding("r", "refresh_backend", "Recheck backend"),
     ]
-    DEFAULT_CSS = """
-    HomeScreen #body { height: 1fr; }
-    HomeScreen #modes { width: 40%; min-width: 28; height: 1fr; }
-    HomeScreen #side { width: 1fr; padding: 0 2; }
-    HomeScreen #backend { height: auto; margin-bottom: 1; }
-    HomeScreen #mode-description { height: auto; color: $text-muted; }
-    """
 
     def __init__(self) -> None:
         super().__init__()
@@ -75,7 +69,7 @@ class HomeScreen(Screen):
 
     def _show_status(self, status: BackendStatus | None) -> None:
         self.query_one("#backend", Static).update(
-            describe_status(status, getattr(self.app, "backend_name", "backend"))
+            describe_status(status, backend_name(self))
         )
 
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
@@ -92,7 +86,7 @@ class HomeScreen(Screen):
         self.query_one(OptionList).action_select()
 
     def action_refresh_backend(self) -> None:
-        self.app.action_check_backend()  # type: ignore[attr-defined]
+        shell(self).action_check_backend()
 
     def _mode(self, name: str | None) -> Mode | None:
         return next((mode for mode in self.modes if mode.name == name), None)

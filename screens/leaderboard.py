@@ -18,19 +18,22 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Select, Static, TabbedContent, TabPane
 from textual_plotext import PlotextPlot
 
 from engines.datasets.webis import DIMENSIONS, WebisCorpus
 from engines.judging.evaluate import JudgeStanding, standings
+from engines.judging.store import JudgmentStore
 from engines.judging.task import Task, tasks
 from engines.metrics.ranking import ranking
 from engines.pairwise.evaluation import TABLE_COLUMNS, ArgumentId
 from engines.pairwise.leaderboard import EXPERTS, Board, build_board
 from engines.pairwise.run import load_corpus
+from engines.tasks.pairwise import NAME as PAIRWISE
 from screens.demo_notice import DemoNotice
+from screens.glossary import JudgeName, judge_title
 from screens.modes import Mode
+from screens.navigation import StepsBack, escape_bindings
 from screens.services import services
 
 HEADERS = {"pearson": "r", "spearman": "ρ", "kendall": "τ", "mae": "MAE", "rmse": "RMSE",
@@ -42,6 +45,15 @@ JUDGE_WIDTH = 20
 NUMBER_WIDTH = 6
 TASK_WIDTH = 14
 TASK_JUDGE_WIDTH = 28
+HOW_TO_JUDGE = "run `argtui eval pairwise`, or judge pairs in the Arena"
+EMPTY_HINTS = {  # what each tab needs, shown instead of an empty table or plot
+    "agreement": f"Only the experts' own fit: no stored pairwise judge in this scope; {HOW_TO_JUDGE}.",
+    "judges": "Judge vs judge compares two stored pairwise judges in this scope: run `argtui eval pairwise` "
+    "with another --judge or --prompt, or pick two judges in the Arena (c).",
+    "rankings": f"The judge column fills in once a pairwise judge is stored: {HOW_TO_JUDGE}.",
+    "distributions": f"The experts' scores alone: {HOW_TO_JUDGE} to compare a judge's.",
+    "scatter": f"No stored judge for this dimension and scope: {HOW_TO_JUDGE}.",
+}
 
 
 def _fmt(value: float | None, percent: bool = False) -> str:
@@ -62,13 +74,19 @@ def _number(value: float | int | None, percent: bool = False) -> Text:
     return Text(shown.rjust(NUMBER_WIDTH))
 
 
-def _judge_cell(name: str, bold: bool = False, width: int = JUDGE_WIDTH) -> Text:
-    """A stored judge ("model@profile variant") on two lines: model@profile, then the variant."""
+def _judge_cell(
+    name: str, task: str = PAIRWISE, bold: bool = False, width: int = JUDGE_WIDTH, arena: int = 0
+) -> Text:
+    """A stored judge ("model@profile variant") on two lines: model@profile, then the variant's short
+    name and how many of its items were judged in the Arena (the judge selector names it in full)."""
     style = "bold" if bold else ""
     if name == EXPERTS:
         return Text("experts", style=style)
-    judge, _, variant = name.partition(" ")
-    return Text(f"{_clip(judge, width)}\n {_clip(variant, width - 1)}", style=style)
+    judge = JudgeName.parse(task, name)
+    mark = f" +{arena} Arena" if arena else ""
+    cell = Text(f"{_clip(judge.backend, width)}\n {_clip(judge.short_variant, width - 1 - len(mark))}", style=style)
+    cell.append(mark, style="italic")
+    return cell
 
 
 def _clip(line: str, width: int = JUDGE_WIDTH) -> str:
@@ -81,22 +99,13 @@ def _table(table: DataTable, text_columns: int, *columns: tuple[str, int]) -> No
         table.add_column(label if index < text_columns else label.rjust(width), width=width)
 
 
-class LeaderboardScreen(Screen):
+class LeaderboardScreen(StepsBack):
     BINDINGS = [
-        Binding("escape", "app.pop_screen", "Back"),
+        *escape_bindings("selector"),
         Binding("right_square_bracket", "switch_tab(1)", "Next tab"),
         Binding("left_square_bracket", "switch_tab(-1)", "Previous tab", show=False),
         Binding("R", "reload", "Reload"),
     ]
-    DEFAULT_CSS = """
-    LeaderboardScreen #controls { height: 1; }
-    LeaderboardScreen #controls Select { width: 1fr; }
-    LeaderboardScreen #status { height: 1; padding: 0 1; color: $text-muted; }
-    LeaderboardScreen TabbedContent { height: 1fr; }
-    LeaderboardScreen TabPane { padding: 0; }
-    LeaderboardScreen DataTable { height: 1fr; }
-    LeaderboardScreen PlotextPlot { height: 1fr; }
-    """
 
     def __init__(self, *, judge: str | None = None, dimension: str = DIMENSIONS[0], topic: int | None = None):
         super().__init__()
@@ -118,14 +127,19 @@ class LeaderboardScreen(Screen):
         yield Static(id="status")
         with TabbedContent(id="tabs"):
             with TabPane("Agreement", id="agreement"):
+                yield Static(id="agreement-empty", classes="empty")
                 yield DataTable(id="agreement-table", cursor_type="row", zebra_stripes=True, cell_padding=0)
             with TabPane("Judge vs judge", id="judges"):
+                yield Static(id="judges-empty", classes="empty")
                 yield DataTable(id="judges-table", cursor_type="row", zebra_stripes=True, cell_padding=0)
             with TabPane("Rankings", id="rankings"):
+                yield Static(id="rankings-empty", classes="empty")
                 yield DataTable(id="rankings-table", cursor_type="row", zebra_stripes=True, cell_padding=0)
             with TabPane("Distributions", id="distributions"):
+                yield Static(id="distributions-empty", classes="empty")
                 yield PlotextPlot(id="distribution-plot")
             with TabPane("Scatter", id="scatter"):
+                yield Static(id="scatter-empty", classes="empty")
                 yield PlotextPlot(id="scatter-plot")
             with TabPane("All tasks", id="tasks"):
                 yield DataTable(id="tasks-table", cursor_type="row", zebra_stripes=True, cell_padding=0)
@@ -170,7 +184,11 @@ class LeaderboardScreen(Screen):
     def _compute_standings(self) -> None:
         context = services(self)
         found = [(task, standings(context, task)) for task in tasks()]
-        self.app.call_from_thread(self._fill_tasks, found)
+        arena = {
+            (task.name, row.judge.name): JudgmentStore(context.db, task.name).arena_items(row.judge)
+            for task, rows in found for row in rows
+        }
+        self.app.call_from_thread(self._fill_tasks, found, arena)
 
     def _show(self, board: Board, corpus: WebisCorpus) -> None:
         self.board = board
@@ -179,7 +197,7 @@ class LeaderboardScreen(Screen):
             self.judge = judges[0] if judges else None
         judge_select = self.query_one("#judge", Select)
         with self.prevent(Select.Changed):
-            judge_select.set_options([(Text(name), name) for name in judges])
+            judge_select.set_options([(Text(judge_title(PAIRWISE, name)), name) for name in judges])
             if self.judge:
                 judge_select.value = self.judge
             topic_select = self.query_one("#topic", Select)
@@ -193,15 +211,27 @@ class LeaderboardScreen(Screen):
         scope = "all topics" if self.topic is None else f"topic {self.topic}"
         if judges:
             found = f"{len(judges)} stored judge(s)"
+            if board.arena_items:
+                found += f", {sum(board.arena_items.values())} pair(s) from the Arena"
         elif board.stored_judges:
             found = f"no stored judge in this scope ({board.stored_judges} elsewhere)"
         else:
-            found = "no stored judge: run `argtui eval pairwise` first (the experts alone)"
-        self.query_one("#status", Static).update(f"{self.dimension} · {scope} · {found}")
+            found = "no judge yet: argtui eval pairwise, or the Arena"
+        self.query_one("#status", Static).update(Text(f"{self.dimension} · {scope} · {found}"))
+        self._show_empty("agreement", not judges)
+        self._show_empty("judges", len(judges) < 2)
+        self._show_empty("rankings", not judges)
+        self._show_empty("distributions", not judges)
+        self._show_empty("scatter", not judges)
         self._fill_agreement(board)
         self._fill_judges(board)
         self._fill_rankings(board)
         self._plot(board)
+
+    def _show_empty(self, tab: str, empty: bool) -> None:
+        hint = self.query_one(f"#{tab}-empty", Static)
+        hint.update(EMPTY_HINTS[tab])
+        hint.set_class(empty, "-shown")
 
     def _fill_agreement(self, board: Board) -> None:
         table = self.query_one("#agreement-table", DataTable)
@@ -209,13 +239,14 @@ class LeaderboardScreen(Screen):
         for name, result in board.results.items():
             metrics = result.metrics()
             table.add_row(
-                _judge_cell(name, bold=name == self.judge), _number(result.pairs),
+                _judge_cell(name, bold=name == self.judge, arena=board.arena_items.get(name, 0)),
+                _number(result.pairs),
                 Text(str(result.invalid).rjust(5)),
                 *(_number(metrics[key], percent=key == "percent") for key in TABLE_COLUMNS),
                 height=1 if name == EXPERTS else 2,
             )
 
-    def _fill_tasks(self, found: list[tuple[Task, list[JudgeStanding]]]) -> None:
+    def _fill_tasks(self, found: list[tuple[Task, list[JudgeStanding]]], arena: dict[tuple[str, str], int]) -> None:
         self.standings = found
         table = self.query_one("#tasks-table", DataTable)
         table.clear()
@@ -225,7 +256,9 @@ class LeaderboardScreen(Screen):
                 table.add_row(name, Text(f"no stored judge: run\n argtui eval {task.name}", style="dim"), height=2)
             for row in rows:
                 table.add_row(
-                    name, _judge_cell(row.judge.name, width=TASK_JUDGE_WIDTH), _number(row.judgments),
+                    name, _judge_cell(row.judge.name, task.name, width=TASK_JUDGE_WIDTH,
+                                      arena=arena[task.name, row.judge.name]),
+                    _number(row.judgments),
                     Text(str(row.invalid).rjust(5)), _number(row.labelled), _number(row.accuracy),
                     _number(row.macro_f1), height=2,
                 )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from textual.dom import DOMNode
 
@@ -13,12 +13,32 @@ from engines.llm.profile import BackendProfile
 from engines.llm.status import BackendStatus
 from engines.retrieval.settings import RetrievalSettings
 from engines.retrieval.types import ProgressCallback, Retriever
-from store import Database
+
+if TYPE_CHECKING:
+    from store import Database
+
+
+class ConfigPaths(Protocol):
+    @property
+    def config_file(self) -> Path: ...
+
+    @property
+    def data_dir(self) -> Path: ...
+
+
+class ShellConfig(Protocol):
+    @property
+    def paths(self) -> ConfigPaths: ...
 
 
 class Services(Protocol):
     @property
     def db(self) -> Database: ...
+
+    @property
+    def config(self) -> ShellConfig:
+        """Where the config file and the data directory are."""
+        ...
 
     async def client(self, name: str | None = None) -> LLMClient: ...
 
@@ -48,6 +68,24 @@ class Services(Protocol):
         ...
 
 
+class Shell(Protocol):
+    """What screens use of the app itself."""
+
+    services: Services
+    backend_name: str  # the profile chosen at start (`--backend`, ARGTUI_BACKEND or the config's default)
+
+    def action_check_backend(self) -> None: ...
+
+
+def shell(node: DOMNode) -> Shell:
+    return node.app  # type: ignore[return-value]
+
+
 def services(node: DOMNode) -> Services:
     """The services of the app a widget or screen is mounted in."""
-    return node.app.services  # type: ignore[attr-defined]
+    return shell(node).services
+
+
+def backend_name(node: DOMNode) -> str:
+    """The backend profile the app talks to unless a screen picks another."""
+    return shell(node).backend_name

@@ -82,10 +82,12 @@ class DebateRepository:
             return session.get(Debate, debate_id)
 
     def list(self) -> list[tuple[Debate, int]]:
-        """Debates, most recently active first, with their turn counts."""
+        """Debates, most recently active first, with their turn counts: a turn is a student
+        message and the bot's reply, so the student's messages count the turns."""
         with self._db.read() as session:
             counts = (
                 select(DebateTurn.debate_id, func.count(DebateTurn.id).label("turns"))
+                .where(DebateTurn.role == "user")
                 .group_by(DebateTurn.debate_id)
                 .subquery()
             )

@@ -61,3 +61,44 @@ async def test_command_palette_lists_the_modes():
         titles = [command.title for command in app.get_system_commands(app.screen)]
         assert "Open Runs" in titles and "Open Help" in titles and "Recheck backend" in titles
         await wait_for_backend(app, pilot)
+
+
+def test_modes_listed_from_source_are_the_modes_the_screen_modules_define():
+    import importlib
+    import pkgutil
+
+    import screens
+    from screens.modes import Mode, discover_modes
+
+    defined = {}
+    for info in pkgutil.iter_modules(screens.__path__):
+        mode = getattr(importlib.import_module(f"screens.{info.name}"), "MODE", None)
+        if isinstance(mode, Mode):
+            defined[mode.name] = mode
+    listed = discover_modes()
+    assert [m.name for m in listed] == [m.name for m in sorted(defined.values(), key=lambda m: (m.order, m.title))]
+    for mode in listed:
+        declared = defined[mode.name]
+        assert (mode.title, mode.description, mode.order) == (declared.title, declared.description, declared.order)
+
+
+def test_home_is_ready_before_other_modes_and_the_store_are_imported(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    deferred = ("screens.arena", "screens.leaderboard", "screens.rating", "screens.debate", "screens.palette",
+                "screens.glossary", "sqlmodel", "sqlalchemy", "numpy", "tantivy")
+    probe = (
+        "import json, sys\n"
+        "from argtui.app import ArgtuiApp\n"
+        "async def ready(pilot):\n"
+        f"    print(json.dumps([m for m in {deferred!r} if m in sys.modules]), flush=True)\n"
+        "    pilot.app.exit()\n"
+        "ArgtuiApp().run(headless=True, auto_pilot=ready)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "ARGTUI_HOME": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.splitlines()[0]) == []

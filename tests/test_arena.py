@@ -15,7 +15,11 @@ from engines.judging import task as registry
 from engines.judging.task import TaskItem
 from engines.judging.verdict import Verdict
 from engines.pairwise.prompts import LABELS
-from screens.arena import ArenaScreen, JudgeCard, JudgeColumn, distribution_text
+from engines.judging.store import JudgmentStore, arena_key
+from engines.judging.verdict import JudgeId
+from engines.llm.types import Usage
+from screens.arena import ArenaScreen, JudgeCard, JudgeColumn, answer_time, item_text
+from screens.widgets.distribution import distribution_bars
 
 PAIRWISE = registry.task("pairwise")
 
@@ -50,6 +54,9 @@ class EchoTask:
     def filters(self, ctx):
         return {"colour": ("red", "blue")}
 
+    def judge_variant(self, variant, options):
+        return variant
+
     def draw(self, ctx, rng, colour="red"):
         return TaskItem(f"echo/{colour}", f"echo item · {colour}", "Say yes.", reference="yes")
 
@@ -81,9 +88,88 @@ async def test_a_task_registered_anywhere_is_offered_and_judged_in_the_arena(ech
 
 
 def test_distribution_bars():
-    text = distribution_text(LABELS, {"A": 0.62, "B": 0.2, "Tie": 0.18}).plain.splitlines()
-    assert text[0] == "A   ██████░░░░  62%"
-    assert text[2] == "Tie ██░░░░░░░░  18%"
+    text = distribution_bars(LABELS, {"A": 0.62, "B": 0.2, "Tie": 0.18}, 10).plain.splitlines()
+    assert text[0] == "A   ██████····  62%"
+    assert text[2] == "Tie ██········  18%"
+
+
+async def test_an_arena_answer_is_stored_as_an_arena_judgment_of_its_judge(echo_task, offline_backend, until):
+    app = ArgtuiApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = ArenaScreen(task="echo", seed=1, judges=[JudgeColumn(offline_backend, "always")])
+        await app.push_screen(screen)
+        card = screen.query_one(JudgeCard)
+        await until(pilot, lambda: card.answer is not None)
+        store = JudgmentStore(app.services.db, "echo")
+        await until(pilot, lambda: store.judges() != [])
+        (stored,) = store.judges()
+        assert stored.judge == JudgeId.of(offline_backend, "offline", "always")
+        assert store.judged(stored.judge) == {arena_key("echo/red")}
+        assert store.labelled(stored.judge)[0][1] == "yes"  # the reference beside it
+        assert store.arena_items(stored.judge) == 1
+
+
+def test_cached_and_partly_cached_answers_say_so_instead_of_a_time():
+    assert answer_time(Verdict(usage=Usage(calls=3, cached_calls=3), seconds=0.001)) == "cached"
+    assert answer_time(Verdict(usage=Usage(calls=3, cached_calls=1), seconds=0.4)) == "0.40 s (1 of 3 cached)"
+    assert answer_time(Verdict(usage=Usage(calls=1), seconds=1.234)) == "1.23 s"
+
+
+def test_the_target_span_is_emphasised_not_tagged_and_data_is_never_markup():
+    text = item_text("Cars [b]pollute[/b]. <TARGET>Ban them [red]now[/red]</TARGET>, says the <TARGET>city</TARGET>.")
+    assert text.plain == "Cars [b]pollute[/b]. Ban them [red]now[/red], says the city."
+    emphasised = [text.plain[span.start:span.end] for span in text.spans if span.style]
+    assert emphasised == ["Ban them [red]now[/red]", "city"]
+    assert item_text("no target here").plain == "no target here"
+
+
+async def test_the_arena_shows_a_component_item_without_raw_target_tags(offline_backend, until):
+    app = ArgtuiApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = ArenaScreen(task="components", seed=2, judges=[JudgeColumn(offline_backend, "vanilla")],
+                             auto_judge=False)
+        await app.push_screen(screen)
+        await until(pilot, lambda: screen.item is not None)
+        assert "<TARGET>" in screen.item.body  # the classifier's view of the item
+        shown = screen.query_one("#item-body", Static).render()
+        assert "<TARGET>" not in str(shown) and "</TARGET>" not in str(shown)
+        assert any(span.style for span in shown.spans)
+
+
+async def test_at_80x24_both_arguments_of_a_pair_are_in_view_and_titles_are_abbreviated(offline_backend, until):
+    long_profile = "vllm-llama-3.3-70b-instruct"
+    load_config().add_backend(load_config().profile(offline_backend).model_copy(update={"name": long_profile}))
+    columns = [JudgeColumn(long_profile, variant) for variant in ("zero", "few", "cot")]
+    app = ArgtuiApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = ArenaScreen(task="pairwise", seed=11, judges=columns, auto_judge=False)
+        await app.push_screen(screen)
+        await until(pilot, lambda: screen.item is not None)
+        await pilot.pause()
+        for side, heading in (("a", "Argument A ("), ("b", "Argument B (")):
+            pane = screen.query_one(f"#item-side-{side}")
+            assert str(screen.query_one(f"#item-side-{side}-text", Static).render()).startswith(heading)
+            assert pane.region.height >= 3 and pane.region.bottom <= 24  # on screen without scrolling
+        cards = list(screen.query(JudgeCard))
+        titles = [str(card.border_title) for card in cards]
+        assert [title.split(" · ")[0] for title in titles] == ["Zero-shot", "Few-shot", "Reasoning"]
+        assert all(" · vll" in title and title.endswith("…") for title in titles)  # the profile, cut
+        assert all(len(title) <= card.outer_size.width - 4 for title, card in zip(titles, cards))  # between corners
+        assert [str(card.tooltip) for card in cards] == [  # the whole name, code included
+            f"{long_profile} · Zero-shot (zero)", f"{long_profile} · Few-shot (few)",
+            f"{long_profile} · Chain of thought (cot)"]
+
+
+def test_a_card_title_names_the_variant_by_its_task_and_cuts_the_profile_to_the_room_left():
+    column = JudgeColumn("vllm-llama-3.3-70b", "cot")
+    assert column.title("pairwise") == "vllm-llama-3.3-70b · Chain of thought (cot)"
+    assert JudgeColumn("local", "zero").title("components") == "local · zero"  # not a components method
+    assert column.short_title("pairwise", 40) == "Reasoning · vllm-llama-3.3-70b"
+    assert column.short_title("pairwise", 18) == "Reasoning · vllm-…"
+    assert column.short_title("pairwise", 14) == "Reasoning"  # no room for a profile worth reading
+    assert column.short_title("pairwise", 6) == "Reaso…"
+    assert JudgeColumn("local", "mad").short_title("components", 18) == "Debate · local"
+    assert JudgeColumn("local", "FSL1").short_title("grice", 30) == "Few, yes 1 · local"
 
 
 # ---------------------------------------------------------------------- the screen

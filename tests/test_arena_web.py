@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 
@@ -58,3 +59,16 @@ async def test_the_page_and_a_browser_session_of_the_app(web_server):
                 assert message.type in (aiohttp.WSMsgType.BINARY, aiohttp.WSMsgType.TEXT), message
                 received += message.data if isinstance(message.data, bytes) else message.data.encode()
         assert b"Arena" in received and b"Home" in received
+
+
+def test_a_busy_port_gives_one_line_and_exit_code_1_before_serving(argtui_home):
+    with socket.create_server(("localhost", 0)) as busy:
+        port = busy.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "argtui", "web", "--port", str(port)],
+            capture_output=True, text=True, timeout=60, env={**os.environ, "ARGTUI_HOME": str(argtui_home)},
+        )
+    assert done.returncode == 1
+    assert "Serving" not in done.stdout + done.stderr and "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"localhost:{port}" in lines[0] and "--port" in lines[0], done.stderr

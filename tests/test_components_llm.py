@@ -113,7 +113,7 @@ async def test_typed_paragraph_is_labelled_live_in_the_view(llama_env):
         assert screen.shown is not None and len(screen.shown.results) == 3
         assert all(result.method == "vanilla" for result in screen.shown.results.values())
         assert screen.stored[0].judge.name == "SmolLM2-135M-Instruct@env vanilla"
-        assert "label:" in str(screen.query_one("#detail").render())
+        assert "Label:" in str(screen.query_one("#detail").render())
 
 
 def test_eval_components_command_reports_metrics_and_writes_transcripts(llama_env, tmp_path, capsys):

@@ -13,7 +13,8 @@ from engines.datasets.ukp_essays import Essay
 from engines.judging.store import JudgmentStore
 from engines.judging.verdict import JudgeId
 from engines.llm.types import Usage
-from screens.components import LABEL_STYLES, ComponentsScreen
+from screens.components import ComponentsScreen
+from screens.widgets.labels import LABEL_STYLES
 
 TEXT = "Towns must keep their libraries. Libraries lend laptops to people who have none."
 SPANS = [Span(0, 31, "Towns must keep their libraries"), Span(33, 80, "Libraries lend laptops to people who have none")]
@@ -66,7 +67,7 @@ async def test_stored_document_shows_coloured_components_and_the_debate(monkeypa
         await pilot.press("enter")
         assert isinstance(app.screen, ComponentsScreen)
         documents = app.screen.query_one("#documents", OptionList)
-        assert documents.option_count == 1 and "essay900 · m@test mad (2)" in str(documents.get_option_at_index(0).prompt)
+        assert documents.option_count == 1 and "essay900 · m@test Debate (2)" in str(documents.get_option_at_index(0).prompt)
         documents.focus()
         documents.highlighted = 0
         await pilot.press("enter")
@@ -78,15 +79,17 @@ async def test_stored_document_shows_coloured_components_and_the_debate(monkeypa
         assert any(LABEL_STYLES["Premise"] in style for style in styles)
         assert all("@click=screen.select_component(" in style for style in styles)
         detail = rendered(app, "#detail")
-        assert "Component 1 of 2" in detail and "gold: MajorClaim" in detail and "Debate skipped" in detail
+        assert "Component 1 of 2" in detail and "gold:  MajorClaim " in detail
+        assert "Why no debate: Debate skipped" in detail and "(the manager was sure: no debate)" in detail
 
         await pilot.press("n")
         detail = rendered(app, "#detail")
-        assert "Component 2 of 2" in detail and "gold: Claim" in detail
-        assert "Manager distribution (logprobs)" in detail and "0.55" in detail
-        assert "Proponent defends Claim, Opponent defends Premise" in detail
+        assert "Component 2 of 2" in detail and "gold:  Claim " in detail and "Label:  Premise " in detail
+        assert "Manager distribution" in detail and " 55%" in detail and "█" in detail
+        assert "Proponent (Claim): It is the thesis" in detail and "Opponent (Premise): It gives evidence" in detail
         assert "Nothing supports it; it supports the major claim." in detail
-        assert "Judge's reason" in detail and "The direction of support shows a premise." in detail
+        assert detail.count("The direction of support shows a premise.") == 1  # the judge's turn, said once
+        assert "Judge: The direction of support shows a premise." in detail
         assert "7 calls (2 cached), 12.0 s, 1000 tokens" in detail
 
         await pilot.press("p")
@@ -106,7 +109,7 @@ async def test_empty_store_explains_how_to_get_documents(monkeypatch):
         await pilot.pause()
         assert "No labelled documents yet" in rendered(app, "#document")
         await pilot.press("m")
-        assert "typed text uses vanilla" in app.screen.sub_title
+        assert "typed text uses Direct (vanilla)" in app.screen.sub_title
 
 
 async def test_a_failing_backend_is_reported_and_the_view_stays(monkeypatch):

@@ -315,7 +315,7 @@ def test_a_scripted_debate_at_a_quick_level_on_the_real_model(llama_profile, tmp
     runtime = Runtime()
     try:
         [(debate, turns)] = DebateRepository(runtime.db).list()
-        assert debate.level == level and turns == 4
+        assert debate.level == level and turns == 2  # two messages, each with its reply
         bot_turns = [t for t in DebateRecords(DebateRepository(runtime.db)).turns(debate.id) if t.role == "assistant"]
         assert [t.level for t in bot_turns] == [level, level]
     finally:

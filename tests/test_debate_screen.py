@@ -16,7 +16,8 @@ from argtui.config import load_config
 from engines.debate.pipeline import STEPS
 from engines.debate.records import DebateRecords
 from engines.grice.questions import METRICS, QUESTIONS
-from screens.debate import DebateScreen, MessageView, NewDebateScreen, TranscriptScreen
+from screens.debate import DebateScreen, MessageView, TranscriptScreen
+from screens.new_debate import NewDebateScreen
 from store import Database
 from store.debates import DebateRepository
 
@@ -94,14 +95,14 @@ def test_reopening_a_saved_debate_shows_turns_labels_and_judgments(closed_backen
             if "cannot debate" in str(screen.query_one("#status", Static).render()):
                 break
             await pilot.pause(0.05)
-        views = list(screen.query(MessageView))
+        views = [view.message for view in screen.query(MessageView)]
         assert [v.role for v in views] == ["user", "assistant"]
         assert [(c.label, c.span.start, c.calls) for c in views[0].components] == [("Claim", 0, 7), ("Premise", 26, 7)]
         assert {m: (j.answer, j.p_yes) for m, j in views[1].grice.metrics.items()}["quality"] == ("no", 0.3)
         assert views[1].steps.strategy.tone == "Respectful"
         assert views[1].step_state == {"strategy": "done", "queries": "done"}
         assert [(row.id, row.relation_found, row.used) for row in views[1].evidence] == [("ibm-1", "attacks", True)]
-        views[1].focus()
+        list(screen.query(MessageView))[1].focus()
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(120, 32), run_before=open_debate)
@@ -163,9 +164,9 @@ async def test_start_a_debate_send_a_message_and_see_reply_judgments_and_labels(
         message.value = "Uniforms reduce bullying because nobody is mocked for their clothes."
         await pilot.press("enter")
         await pilot.pause()
-        user_view, bot_view = list(screen.query(MessageView))
+        user_view, bot_view = [view.message for view in screen.query(MessageView)]
         assert user_view.role == "user" and (user_view.state, bot_view.state) == ("running", "running")
-        assert "Esc stops" in str(bot_view.render().renderables[-1])  # progress shows at once
+        assert "Esc stops" in str(list(screen.query(MessageView))[1].render().renderables[-1])  # progress shows at once
         status = screen.query_one("#status", Static)
         deadline = loop.time() + 600
         while loop.time() < deadline and not (  # "judged": the stored judgment replaced the one filling in
@@ -181,7 +182,7 @@ async def test_start_a_debate_send_a_message_and_see_reply_judgments_and_labels(
     db = Database(argtui_home / "data" / "argtui.sqlite3")
     repository = DebateRepository(db)
     [(debate, turns)] = repository.list()
-    assert debate.claim == CLAIM and turns == 2 and debate.level == 2
+    assert debate.claim == CLAIM and turns == 1 and debate.level == 2  # one message and its reply
     user, bot = DebateRecords(repository).turns(debate.id)  # what reopening the debate shows
     assert user.components == user_view.components and bot.grice == bot_view.grice
     assert bot.content == bot_view.content and list(bot.evidence) == list(bot_view.evidence)
@@ -204,10 +205,10 @@ async def test_the_question_behind_each_grice_answer_is_one_key_away(closed_back
         await pilot.press("f2")
         await pilot.pause()
         assert screen.query_one(TabbedContent).active == "grice-tab"
-        assert screen.selected.role == "assistant"  # the reply the answers judge
+        assert screen.state.selected.role == "assistant"  # the reply the answers judge
         shown = grice_panel()
         assert all(QUESTIONS[metric].question in shown for metric in METRICS), shown
-        assert shown.index("Quantity  yes") < shown.index(QUESTIONS["quantity"].question) < shown.index("Quality  no")
+        assert shown.index("Quantity (informative)  yes") < shown.index(QUESTIONS["quantity"].question) < shown.index("Quality (truthful)  no")
         await pilot.press("f2")
         await pilot.pause()
-        assert "Quantity  yes" in grice_panel() and QUESTIONS["quantity"].question not in grice_panel()
+        assert "Quantity (informative)  yes" in grice_panel() and QUESTIONS["quantity"].question not in grice_panel()

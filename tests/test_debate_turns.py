@@ -138,7 +138,7 @@ async def test_stopping_a_turn_stops_its_requests_and_retry_runs_it_again(fake, 
         await send(pilot, screen, MESSAGE)
         await until(pilot, lambda: len(fake.bodies) >= 3)  # the probe; the bot's first step and the labelling wait
         message, reply = screen.query(MessageView)
-        assert reply.state == "running" and message.state == "running"
+        assert reply.message.state == "running" and message.message.state == "running"
         await until(pilot, lambda: "1 Strategy" in shown(reply) and "/180 s · Esc stops" in shown(reply))
         first = shown(reply)
         await pilot.pause(1.1)
@@ -147,7 +147,7 @@ async def test_stopping_a_turn_stops_its_requests_and_retry_runs_it_again(fake, 
         await pilot.press("escape")
         await until(pilot, lambda: isinstance(app.screen, ChoiceDialog))
         await pilot.press("s")
-        await until(pilot, lambda: reply.state == "cancelled" and message.state == "cancelled")
+        await until(pilot, lambda: reply.message.state == "cancelled" and message.message.state == "cancelled")
         sent = len(fake.bodies)
         await pilot.pause(3.5)  # past the delay: a request still in flight would have been answered and followed
         assert len(fake.bodies) == sent
@@ -157,11 +157,11 @@ async def test_stopping_a_turn_stops_its_requests_and_retry_runs_it_again(fake, 
 
         fake.answer = schema_answer(REPLY)
         await pilot.press("ctrl+r")
-        await until(pilot, lambda: reply.state == "done" and message.state == "done", 30)
-        assert reply.content and message.components is not None
+        await until(pilot, lambda: reply.message.state == "done" and message.message.state == "done", 30)
+        assert reply.message.content and message.message.components is not None
         turns = stored_turns(debate_id)
-        assert [(t.id, t.state) for t in turns] == [(message.turn.id, "done"), (reply.turn.id, "done")]
-        assert turns[1].content == reply.content and "ctrl+r" not in screen.active_bindings
+        assert [(t.id, t.state) for t in turns] == [(message.message.turn.id, "done"), (reply.message.turn.id, "done")]
+        assert turns[1].content == reply.message.content and "ctrl+r" not in screen.active_bindings
 
 
 async def test_a_backend_that_hangs_fails_the_turn_at_its_deadline_and_the_debate_goes_on(fake, until):
@@ -173,10 +173,10 @@ async def test_a_backend_that_hangs_fails_the_turn_at_its_deadline_and_the_debat
         started = time.monotonic()
         await send(pilot, screen, MESSAGE)
         message, reply = screen.query(MessageView)
-        await until(pilot, lambda: reply.state == "failed", 10)
+        await until(pilot, lambda: reply.message.state == "failed", 10)
         assert time.monotonic() - started < 5
-        assert "no reply within 1.5 s" in reply.error and "no reply within 1.5 s" in shown(reply)
-        assert message.state == "running"  # labelling has no deadline: Esc stops it, the client's timeout ends it
+        assert "no reply within 1.5 s" in reply.message.error and "no reply within 1.5 s" in shown(reply)
+        assert message.message.state == "running"  # labelling has no deadline: Esc stops it, the client's timeout ends it
         assert [(t.state, t.error) for t in stored_turns(debate_id)] == [
             ("running", None), ("failed", "step strategy: no reply within 1.5 s, the turn's time limit")]
 
@@ -184,9 +184,9 @@ async def test_a_backend_that_hangs_fails_the_turn_at_its_deadline_and_the_debat
         await send(pilot, screen, "Uniforms also save families money.")
         await until(pilot, lambda: len(screen.query(MessageView)) == 4)
         second = list(screen.query(MessageView))[3]
-        await until(pilot, lambda: second.state == "done", 30)
-        assert second.content and second.error is None
-        history = [turn.content for turn in screen.session.history(second.turn.position)]
+        await until(pilot, lambda: second.message.state == "done", 30)
+        assert second.message.content and second.message.error is None
+        history = [turn.content for turn in screen.session.history(second.message.turn.position)]
         assert history == [MESSAGE, "Uniforms also save families money."]  # the failed turn is not dialogue
 
 
@@ -219,12 +219,12 @@ async def test_reopening_shows_a_turn_left_running_as_cancelled_and_retry_runs_i
     async with app.run_test(size=(100, 32)) as pilot:
         screen = await open_debate(pilot, until, debate_id)
         user, bot = screen.query(MessageView)
-        assert (user.state, bot.state) == ("cancelled", "cancelled")
+        assert (user.message.state, bot.message.state) == ("cancelled", "cancelled")
         assert "cancelled · Ctrl+R runs the turn again" in shown(bot) and "labelling cancelled" in shown(user)
         assert "labelling components" not in shown(user)
         assert "Ctrl+R retries" in str(screen.query_one("#status", Static).render())
         await pilot.press("ctrl+r")
-        await until(pilot, lambda: bot.state == "done" and user.state == "done", 30)
+        await until(pilot, lambda: bot.message.state == "done" and user.message.state == "done", 30)
         assert [(t.position, t.state, t.content) for t in stored_turns(debate_id)] == [
-            (0, "done", MESSAGE), (1, "done", bot.content)]
-        assert bot.content
+            (0, "done", MESSAGE), (1, "done", bot.message.content)]
+        assert bot.message.content

@@ -10,7 +10,7 @@ from textual.widgets import DataTable, Select, Static, TabbedContent
 from argtui.app import ArgtuiApp
 from engines.datasets.webis import load_webis
 from engines.judging import task as registry
-from engines.judging.store import JudgmentStore
+from engines.judging.store import JudgmentStore, arena_key
 from engines.judging.verdict import JudgeId, Verdict
 from engines.pairwise.leaderboard import EXPERTS, build_board
 from engines.pairwise.run import select_items
@@ -158,3 +158,72 @@ def test_leaderboard_snapshot(offline_backend, snap_compare, tab, until):
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=open_tab)
+
+
+ARENA_JUDGE = "m3@cpu cot/runs3@t1"
+
+
+def insert_arena_judge(db) -> list:
+    """A judge whose only pairs were judged in the Arena (keyed as Arena items), as the Arena stores them."""
+    items = select_items(load_webis(), ["logical"], [20], limit=6)
+    JudgmentStore(db, "pairwise").save(JudgeId.parse(ARENA_JUDGE), [
+        (arena_key(item.key), Verdict(label=item.expert, data={"run_labels": [item.expert] * 3}), item.expert)
+        for item in items
+    ])
+    return items
+
+
+def test_arena_judgments_count_on_the_board_and_a_batch_verdict_wins_over_an_arena_one(db):
+    items = insert_arena_judge(db)
+    board = build_board(db, load_webis(), "logical", 20)
+    assert ARENA_JUDGE in board.judges and board.arena_items == {ARENA_JUDGE: 6}
+    assert board.results[ARENA_JUDGE].pairs == 6
+    JudgmentStore(db, "pairwise").save(JudgeId.parse(ARENA_JUDGE), [(items[0].key, Verdict(label="Tie"), items[0].expert)])
+    again = build_board(db, load_webis(), "logical", 20)
+    assert again.arena_items == {ARENA_JUDGE: 5} and again.results[ARENA_JUDGE].pairs == 6
+
+
+async def test_arena_judges_are_marked_and_a_single_judge_explains_the_empty_judge_vs_judge_tab(offline_backend, until):
+    app = ArgtuiApp()
+    insert_arena_judge(app.services.db)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = LeaderboardScreen(topic=20)
+        await app.push_screen(screen)
+        await until(pilot, lambda: screen.board is not None and screen.standings is not None)
+        await pilot.pause()
+        status = screen.query_one("#status", Static)
+        assert "6 pair(s) from the Arena" in str(status.render())
+        agreement = screen.query_one("#agreement-table", DataTable)
+        assert "+6 Arena" in str(agreement.get_row_at(1)[0])
+        assert not screen.query_one("#agreement-empty").has_class("-shown")
+
+        screen.query_one(TabbedContent).active = "judges"
+        await pilot.pause()
+        assert screen.query_one("#judges-table", DataTable).row_count == 0
+        hint = screen.query_one("#judges-empty", Static)
+        assert hint.has_class("-shown") and hint.region.height > 0
+        assert "two stored pairwise judges" in str(hint.render())
+
+        screen.query_one(TabbedContent).active = "tasks"
+        await pilot.pause()
+        table = screen.query_one("#tasks-table", DataTable)
+        cells = [str(table.get_row_at(n)[1]) for n in range(table.row_count)]
+        assert any(cell.startswith("m3@cpu") and "+6 Arena" in cell for cell in cells)
+
+
+async def test_with_no_stored_judge_every_tab_says_what_to_do_and_the_status_fits_80_columns(offline_backend, until):
+    app = ArgtuiApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = LeaderboardScreen()
+        await app.push_screen(screen)
+        await until(pilot, lambda: screen.board is not None)
+        await pilot.pause()
+        status = str(screen.query_one("#status", Static).render())
+        assert "argtui eval pairwise" in status and "Arena" in status
+        assert len(status) <= 80 - 2  # the padding: not cut
+        for tab in ("agreement", "judges", "rankings", "distributions", "scatter"):
+            screen.query_one(TabbedContent).active = tab
+            await pilot.pause()
+            hint = screen.query_one(f"#{tab}-empty", Static)
+            assert hint.has_class("-shown") and hint.region.height > 0, tab
+            assert "argtui eval pairwise" in str(hint.render()), tab

@@ -32,7 +32,8 @@ from screens.agreement import AgreementScreen
 from screens.arena import ArenaScreen, JudgeColumn
 from screens.components import ComponentsScreen
 from screens.datasets import DatasetsScreen
-from screens.debate import DebateScreen, NewDebateScreen
+from screens.debate import DebateScreen
+from screens.new_debate import NewDebateScreen
 from screens.home import HomeScreen
 from screens.leaderboard import LeaderboardScreen
 from screens.rating import HistoryView, RatingScreen

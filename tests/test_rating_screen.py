@@ -19,9 +19,9 @@ from engines.llm.servers import free_loopback_port
 from screens.agreement import AgreementScreen
 from screens.rating import RatingScreen, TextPrompt
 from store import Database
-from store.critiques import CritiqueRepository
+from store.critiques import DIMENSIONS, CritiqueRepository
 
-RATED = "7896196"  # centrality .7, strength .8, correctness .9, clarity .6, dead weight .1, single issue .9, overall .6
+RATED = "7896196"  # centrality .7, strength .8, correctness .9, clarity .6, dead weight .1, single issue 1 (a 9), overall .6
 
 
 @pytest.fixture(autouse=True)
@@ -76,7 +76,7 @@ async def test_rating_by_keyboard_alone_commits_at_once_and_revisions_keep_the_o
         stored = repo.ratings("alice")
         assert [r.critique_uid for r in stored] == ["demo-p01-c1", "demo-p01-c2", "demo-p01-c3"]
         assert stored[0].values == {"centrality": 0.7, "strength": 0.8, "correctness": 0.9, "clarity": 0.6,
-                                    "dead_weight": 0.1, "single_issue": 0.9, "overall": 0.6}
+                                    "dead_weight": 0.1, "single_issue": 1.0, "overall": 0.6}
 
         await pilot.press("left_square_bracket", "left_square_bracket", "left_square_bracket")
         assert app.screen.state.critique.uid == "demo-p01-c1"
@@ -106,6 +106,42 @@ async def test_source_stays_hidden_until_revealed_and_the_reveal_is_recorded():
         assert len(repo.revealed_critique_ids("bea")) == 1
         await pilot.press(*RATED, "enter")
         assert repo.ratings("bea")[0].source_seen
+
+
+async def test_a_digit_on_single_issue_sets_0_or_1_and_arrows_toggle_it():
+    app = ArgtuiApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await with_demo_set(app, pilot, RatingScreen(rater="cho"))
+        screen = app.screen
+        single_issue = DIMENSIONS.index("single_issue")
+        for digit, expected in (("9", 1.0), ("4", 0.0), ("5", 1.0), ("0", 0.0), ("equals_sign", 1.0)):
+            screen.state.dimension = single_issue
+            await pilot.press(digit)
+            assert screen.state.draft(screen.state.critique).values["single_issue"] == expected, digit
+        screen.state.dimension = single_issue
+        await pilot.press("left")
+        assert screen.state.draft(screen.state.critique).values["single_issue"] == 0.0
+        await pilot.press("right")
+        assert screen.state.draft(screen.state.critique).values["single_issue"] == 1.0
+        screen.state.dimension = DIMENSIONS.index("clarity")  # the other dimensions keep tenths and fine steps
+        await pilot.press("9", "up", "left")
+        assert screen.state.draft(screen.state.critique).values["clarity"] == 0.85
+        assert "5–9 → 1" in str(screen.query_one("#keys", Static).render())
+
+
+async def test_revealing_the_source_with_the_rubric_open_shows_it_at_once():
+    app = ArgtuiApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        repo = await with_demo_set(app, pilot, RatingScreen(rater="dev"))
+        await pilot.press("r")
+        await pilot.pause()
+        assert app.screen.query_one("#rubric").display
+        source = app.screen.query_one("#source", Static)
+        await pilot.press("s")
+        await pilot.pause()
+        assert len(repo.revealed_critique_ids("dev")) == 1
+        assert "IBM-ArgQ-Rank-30kArgs" in str(source.render())
+        assert source.display and source.region.height > 0  # on screen beside the rubric, not behind it
 
 
 def rating_app(press_first: str = "") -> ArgtuiApp:
@@ -154,7 +190,7 @@ KILLED_AFTER_CONFIRM = textwrap.dedent(
     from engines.critiques.demo import DEMO_PATH
     from engines.critiques.files import import_critiques
     from screens.rating import RatingScreen
-    from store.critiques import CritiqueRepository
+    from store.critiques import DIMENSIONS, CritiqueRepository
 
     async def main():
         app = ArgtuiApp()

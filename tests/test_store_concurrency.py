@@ -45,8 +45,8 @@ from store.critiques import (
 )
 from store.judgments import JudgmentRepository
 
-RATED = "7896196"  # the seven dimensions, tenths
-VALUES = dict(centrality=0.7, strength=0.8, correctness=0.9, clarity=0.6, dead_weight=0.1, single_issue=0.9, overall=0.6)
+RATED = "7896196"  # the seven dimensions, tenths (single issue is yes/no: 9 is yes)
+VALUES = dict(centrality=0.7, strength=0.8, correctness=0.9, clarity=0.6, dead_weight=0.1, single_issue=1.0, overall=0.6)
 SOAK_S = float(os.environ.get("ARGTUI_SOAK_S", "12"))
 RUBRIC_REPLY = json.dumps({"reasoning": "It attacks the main premise.", "centrality": 0.9, "strength": 0.5,
                            "correctness": 0.8, "clarity": 0.9, "dead_weight": 0.0, "single_issue": 1, "overall": 0.6})
@@ -151,7 +151,7 @@ async def test_the_rating_screen_shows_a_failed_save_and_keeps_the_rating_to_con
         messages = [(n.severity, n.message) for n in app._notifications]
         assert any(severity == "error" and "Not saved" in message and "locked" in message for severity, message in messages)
         critique = screen.state.critique
-        assert critique.id not in screen.state.current and screen.drafts[critique.id].values == VALUES
+        assert critique.id not in screen.state.current and screen.state.drafts[critique.id].values == VALUES
         other.execute("ROLLBACK")
         other.close()
         await pilot.press("enter")  # the kept values, confirmed again

@@ -14,7 +14,7 @@ from textual.geometry import Region
 from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.scrollbar import ScrollBar, ScrollBarCorner
-from textual.widgets import DataTable, Footer, OptionList, Static
+from textual.widgets import Footer, OptionList, Static
 
 from argtui.app import ArgtuiApp
 from argtui.config import load_config
@@ -25,7 +25,8 @@ from screens.arena import ArenaScreen, JudgePicker
 from screens.choice import ChoiceDialog
 from screens.components import ComponentsScreen
 from screens.datasets import DatasetsScreen
-from screens.debate import DebateScreen, MessageView, NewDebateScreen, TranscriptScreen
+from screens.debate import DebateScreen, MessageView, TranscriptScreen
+from screens.new_debate import NewDebateScreen
 from screens.help import HelpScreen
 from screens.home import HomeScreen
 from screens.leaderboard import LeaderboardScreen
@@ -103,7 +104,7 @@ async def new_debate(app, pilot):
 async def debate(app, pilot):
     stored_debate(app.services.config.paths.data_dir.parent)
     await open_mode(app, pilot, "debate")
-    app.screen.query_one("#debates", DataTable).focus()
+    app.screen.query_one("#debates", OptionList).focus()
     await pilot.press("enter")  # continue the past debate
     await until_shows(pilot, "#status", "ready")  # nothing is asked of the closed backend before a message
     list(app.screen.query(MessageView))[-1].focus()

@@ -18,6 +18,7 @@ from engines.debate.pipeline import ReplyProgress, ReplyRejected, StepFinished, 
 from engines.debate.records import DebateRecords
 from engines.debate.session import DEFAULT_COMPONENT_METHOD, DEFAULT_GRICE_STRATEGY, DebateSession, StepTiming
 from engines.errors import ArgtuiError
+from engines.judging.task import canonical_variant, task
 from store.debates import DebateRepository
 from store.grice import GriceRepository
 
@@ -43,7 +44,8 @@ def register(subparsers) -> None:
     )
     parser.add_argument("--judge", help="backend profile for the bot and its judges (default: the default)")
     parser.add_argument("--grice-strategy", default=DEFAULT_GRICE_STRATEGY, help="Grice strategy (default BEST)")
-    parser.add_argument("--component-method", default=DEFAULT_COMPONENT_METHOD, choices=("vanilla", "cot", "mad"))
+    parser.add_argument("--component-method", default=DEFAULT_COMPONENT_METHOD, choices=("vanilla", "cot", "mad"),
+                        type=str.lower)
     parser.add_argument("--list", action="store_true", help="list stored debates")
     parser.set_defaults(handler=_debate)
 
@@ -53,6 +55,7 @@ def _debate(args) -> int:
         return run_with_runtime(_list)
     if not args.claim:
         raise ArgtuiError("--claim is required (or --list)")
+    args.grice_strategy = canonical_variant(task("grice"), args.grice_strategy)  # any letter case, as in eval
     if args.script is None:
         if args.export or args.timings:
             raise ArgtuiError("--export and --timings go with --script")

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import json
 
+import sys
+
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from argtui.commands import run_with_runtime
 from argtui.runtime import Runtime
+
+
+PIPED_WIDTH = 250
 
 
 def register(subparsers) -> None:
@@ -36,22 +42,23 @@ def _doctor(args) -> int:
     if args.json:
         print(json.dumps(report, indent=2))
         return 0 if ok else 1
-    console = Console()
+    # Piped output has no width to fit: rows stay whole instead of being cut at 80 columns.
+    console = Console() if sys.stdout.isatty() else Console(width=PIPED_WIDTH)
     table = Table(title="Backends")
     for column in ("profile", "kind", "reachable", "model", "latency", "start", "detail"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     for b in report["backends"]:
-        table.add_row(
-            b["name"] + (" (default)" if b["name"] == report["default_backend"] else ""),
-            b["kind"] or "-",
-            "[green]yes[/]" if b["reachable"] else "[red]no[/]",
-            b["model"] or "-",
+        table.add_row(  # names, models and errors come from the config and servers: never markup
+            Text(b["name"] + (" (default)" if b["name"] == report["default_backend"] else "")),
+            Text(b["kind"] or "-"),
+            Text("yes", style="green") if b["reachable"] else Text("no", style="red"),
+            Text(b["model"] or "-"),
             f"{b['latency_s'] * 1000:.0f} ms" if b["latency_s"] is not None else "-",
             f"{b['start_s']:.2f} s" if b["start_s"] is not None else "-",
-            b["error"] or ", ".join(b["urls"]),
+            Text(b["error"] or ", ".join(b["urls"])),
         )
     console.print(table)
     db = report["database"]
-    console.print(f"database: {db['path']} (schema version {db['schema_version']})")
-    console.print(f"config:   {report['config_file']}")
+    console.print(f"database: {db['path']} (schema version {db['schema_version']})", markup=False, highlight=False)
+    console.print(f"config:   {report['config_file']}", markup=False, highlight=False)
     return 0 if ok else 1

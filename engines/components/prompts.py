@@ -17,15 +17,17 @@ from engines.components.types import LABELS, Turn
 from engines.llm.client import Message
 
 LABEL_LIST = ", ".join(LABELS[:-1]) + " or " + LABELS[-1]
+LABEL_DEFINITIONS = {
+    "MajorClaim": "The root node of the argument structure, represents central thesis of the document.",
+    "Claim": "An intermediate node that receives support, functions as the topic for evidentiary statements.",
+    "Premise": "A leaf node that provides support (example, evidence, reason) to Claim or another Premise.",
+}
 
 SYSTEM = """\
 You classify the argument components of an argumentative document. Each component gets one label \
 y from {{MajorClaim, Claim, Premise}}, derived from the annotation scheme defined by Stab and Gurevych, \
 where classes are defined as follows:
-• MajorClaim: The root node of the argument structure, represents central thesis of the document.
-• Claim: An intermediate node that receives support, functions as the topic for evidentiary statements.
-• Premise: A leaf node that provides support (example, evidence, reason) to Claim or another Premise.
-
+""" + "".join(f"• {label}: {LABEL_DEFINITIONS[label]}\n" for label in LABELS) + """
 The full document is provided, with argument components delimited by the tags. The target component \
 is marked as <TARGET>...</TARGET>, while surrounding components are masked as generic <ARG>...</ARG>.
 

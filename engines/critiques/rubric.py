@@ -10,6 +10,7 @@ class Dimension:
     key: str
     label: str
     definition: str
+    binary: bool = False  # rated 0 or 1 only
 
 
 RUBRIC = (
@@ -42,6 +43,7 @@ RUBRIC = (
         "single_issue", "Single issue",
         "Whether the critique raises only one issue (1) or several (0). Recorded on its own; it "
         "is not part of the quality scores above.",
+        binary=True,
     ),
     Dimension(
         "overall", "Overall",

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from engines.datasets.webis import WebisCorpus
-from engines.judging.store import JudgmentStore
+from engines.judging.store import JudgmentStore, arena_key
 from engines.metrics.agreement import JudgeComparison, compare_judges
 from engines.pairwise.evaluation import ArgumentId, DimensionResult, evaluate_dimension, expert_judgments, judged_pair
 from engines.pairwise.judge import mode_of_variant
@@ -26,6 +26,7 @@ class Board:
     comparisons: list[JudgeComparison] = field(default_factory=list)
     texts: dict[ArgumentId, str] = field(default_factory=dict)
     stored_judges: int = 0  # pairwise judges in the store, in any scope
+    arena_items: dict[str, int] = field(default_factory=dict)  # judge name -> pairs judged only in the Arena
 
     @property
     def judges(self) -> list[str]:
@@ -45,6 +46,14 @@ def build_board(db: Database, corpus: WebisCorpus, dimension: str, topic: int | 
     labels = {}
     for judge in stored:
         verdicts = store.load(judge.judge, by_key)
+        in_arena = store.load(judge.judge, [arena_key(key) for key in by_key])
+        arena_only = {  # a pair judged in a batch run counts once, with the batch verdict
+            key: verdict for key in by_key
+            if key not in verdicts and (verdict := in_arena.get(arena_key(key))) is not None
+        }
+        verdicts.update(arena_only)
+        if arena_only:
+            board.arena_items[judge.name] = len(arena_only)
         if not verdicts:
             continue
         judged = [judged_pair(by_key[key], verdict) for key, verdict in verdicts.items()]

@@ -1,0 +1,198 @@
+"""What the Debate screen shows, without Textual: its messages and their state, which one is
+selected, what the status line says and how many turns the debate has.
+
+A turn is a student message and the bot's reply to it. Each message has a state: a bot
+reply's is its turn's (running, done, failed, cancelled), a student message's that of its
+labelling. The screen renders this state and runs the work that changes it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from rich.text import Text
+
+from engines.debate.pipeline import STEPS, StepFinished, StepStarted, TurnFailed
+from engines.debate.records import ComponentRecord, EvidenceRow, GriceRecord, StoredTurn, TurnSteps
+
+UNFINISHED = ("failed", "cancelled")  # what Retry runs again
+
+
+def turns_text(turns: int) -> str:
+    """`1 turn`, `3 turns`: a turn is a student message and the bot's reply."""
+    return f"{turns} turn" + ("" if turns == 1 else "s")
+
+
+def shown_state(turn: StoredTurn) -> str:
+    """A stored message's state when the screen opens. Nothing of it runs in this process then,
+    so one left running (argtui was killed) was interrupted: it shows as cancelled."""
+    if turn.role == "user":  # a message's state is its labelling's
+        if turn.components is not None:
+            return "done"
+        return "failed" if turn.state == "failed" else "cancelled"
+    if turn.error is not None:
+        return "failed"
+    return "cancelled" if turn.state == "running" else turn.state
+
+
+@dataclass(eq=False)
+class Message:
+    """One message of the conversation, the student's (`user`) or the bot's (`assistant`).
+
+    `reply` links a student message to the bot message answering it, `answers` the other way."""
+
+    role: str
+    content: str = ""
+    turn: StoredTurn | None = None  # as stored
+    state: str = "running"
+    components: list[ComponentRecord] | None = None
+    grice: GriceRecord | None = None
+    status: str = ""  # why the labelling failed
+    error: str | None = None  # why the bot's turn failed
+    steps: TurnSteps = field(default_factory=TurnSteps)
+    step_state: dict[str, str] = field(default_factory=dict)
+    step_seconds: dict[str, float] = field(default_factory=dict)
+    evidence: Sequence[EvidenceRow] = ()
+    started: float = field(default_factory=time.perf_counter)  # when the running work began
+    step_started: float = 0.0  # when the running step began
+    limit_s: float | None = None  # the running work's deadline
+    reply: Message | None = None
+    answers: Message | None = None
+    labels_after_reply: bool = False  # a student message: its labelling waits for the reply
+
+    def __post_init__(self) -> None:
+        self.step_started = self.step_started or self.started
+
+    @classmethod
+    def stored(cls, turn: StoredTurn) -> Message:
+        steps = turn.steps or TurnSteps()
+        return cls(
+            turn.role, turn.content, turn, state=shown_state(turn), components=turn.components, grice=turn.grice,
+            error=turn.error, steps=steps, evidence=turn.evidence,
+            step_state={step: "done" for step, _ in STEPS if getattr(steps, step) is not None},
+        )
+
+    @property
+    def unfinished(self) -> bool:
+        return self.state in UNFINISHED
+
+    def begin(self, limit_s: float | None = None) -> None:
+        """The work on this message (re)starts: what an earlier run showed is cleared."""
+        self.state, self.limit_s = "running", limit_s
+        self.started = self.step_started = time.perf_counter()
+        self.status, self.error = "", None
+        if self.role == "user":
+            self.components = None
+        else:
+            self.content, self.steps, self.step_state, self.step_seconds = "", TurnSteps(), {}, {}
+            self.evidence, self.grice = (), None
+
+    def cancel(self) -> None:
+        """Its work was cancelled: as in the store, no partial labels or reply are kept; the steps
+        show where it stopped."""
+        self.state = "cancelled"
+        if self.role == "user":
+            self.components = None
+        else:
+            self.content = ""
+            self.step_state = {step: "cancelled" if state == "running" else state
+                               for step, state in self.step_state.items()}
+            # as the session stores it
+            self.turn = dataclasses.replace(self.turn, state="cancelled", seconds=time.perf_counter() - self.started)
+
+    def follow(self, event: object) -> None:
+        """A step of the bot's turn started, finished or failed."""
+        if isinstance(event, StepStarted):
+            self.step_state[event.step] = "running"
+            self.step_started = time.perf_counter()
+        elif isinstance(event, StepFinished):
+            self.step_state[event.step] = "done"
+            self.steps, self.evidence = event.steps, event.evidence
+            self.step_seconds[event.step] = event.seconds
+        elif isinstance(event, TurnFailed):
+            self.step_state[event.step] = "failed"
+
+    @property
+    def running_step(self) -> str | None:
+        return next((step for step, _ in STEPS if self.step_state.get(step) == "running"), None)
+
+    def clock(self) -> str:
+        """Seconds since the work began, over its deadline if it has one."""
+        elapsed = f"{time.perf_counter() - self.started:.0f}"
+        return f"{elapsed}/{self.limit_s:.0f} s" if self.limit_s else f"{elapsed} s"
+
+
+@dataclass
+class DebateState:
+    """The conversation in order, the selected message and the status line."""
+
+    messages: list[Message] = field(default_factory=list)
+    selected: Message | None = None
+    status: str | Text = ""
+
+    @classmethod
+    def opened(cls, turns: Sequence[StoredTurn]) -> DebateState:
+        """The stored turns, each message linked to the reply that follows it."""
+        messages = [Message.stored(turn) for turn in turns]
+        if turns and turns[-1].role == "user":  # an earlier release stored a reply only once it was done
+            messages.append(Message("assistant", state="cancelled"))
+        for previous, message in zip([None, *messages], messages):
+            if message.role == "assistant" and previous is not None and previous.role == "user":
+                previous.reply, message.answers = message, previous
+        return cls(messages)
+
+    @property
+    def turn_count(self) -> int:
+        """Turns so far: each student message opens one, which its reply completes."""
+        return sum(message.role == "user" for message in self.messages)
+
+    def add_message(self, text: str, turn: StoredTurn) -> Message:
+        message = Message("user", text, turn, components=turn.components)
+        self.messages.append(message)
+        return message
+
+    def add_reply(self, message: Message) -> Message:
+        """A new bot message answering `message`, placed right after it."""
+        reply = Message("assistant")
+        reply.answers, message.reply = message, reply
+        self.messages.insert(self.messages.index(message) + 1, reply)
+        return reply
+
+    def working(self) -> list[Message]:
+        """The messages being worked on: the bot answering, messages being labelled."""
+        return [message for message in self.messages if message.state == "running"]
+
+    def bot_working(self) -> Message | None:
+        return next((message for message in self.working() if message.role == "assistant"), None)
+
+    def has_unfinished(self) -> bool:
+        return any(message.unfinished for message in self.messages)
+
+    @staticmethod
+    def pair(message: Message) -> tuple[Message | None, Message | None]:
+        """The turn a message belongs to: (the student's message, the bot's reply)."""
+        return (message, message.reply) if message.role == "user" else (message.answers, message)
+
+    def _selected_first(self) -> list[Message]:
+        return ([self.selected] if self.selected is not None else []) + self.messages[::-1]
+
+    def retry_target(self) -> tuple[Message | None, Message | None] | None:
+        """The selected message's turn when it has something to run again, else the latest such turn."""
+        for candidate in self._selected_first():
+            message, reply = self.pair(candidate)
+            if (message is not None and message.unfinished) or (reply is not None and reply.unfinished):
+                return message, reply
+        return None
+
+    def transcript_message(self) -> Message | None:
+        """The message whose component the transcript opens: the selected one, else the latest labelled one."""
+        return next((m for m in self._selected_first() if m.role == "user" and m.components), None)
+
+    def reply_to_explain(self) -> Message | None:
+        """The bot reply whose Grice answers the questions explain: the selected one, else the latest."""
+        if self.selected is not None and self.selected.role == "assistant":
+            return self.selected
+        return next((m for m in reversed(self.messages) if m.role == "assistant"), None)

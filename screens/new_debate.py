@@ -1,0 +1,143 @@
+"""Start a debate (claim, side, opponent level) or continue a past one."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Input, Label, OptionList, RadioButton, RadioSet, Static
+from textual.widgets.option_list import Option
+
+from engines.debate.claims import Claim, bundled_claims, cmv_claims
+from engines.debate.levels import FULL_LEVEL, LEVELS, OpponentLevel, default_level, get_level
+from engines.errors import ArgtuiError
+from engines.inspire.score import inspire_scores_by_debate
+from screens.debate import DebateScreen
+from screens.debate_state import turns_text
+from screens.glossary import source_title
+from screens.services import backend_name, services
+from screens.widgets.coach import value_text
+from store.debates import Debate, DebateRepository
+
+
+def past_debate(debate: Debate, turns: int, score: float | None) -> Text:
+    """The claim (wrapped in the narrow column, never cut), then the debate's facts on one dim line."""
+    facts = (f"#{debate.id} · you {debate.user_side} · {get_level(debate.level).name} · {turns_text(turns)}"
+             f" · score {value_text(score)}")
+    return Text.assemble(debate.claim, "\n", (facts, "dim"))
+
+
+class NewDebateScreen(Screen):
+    """Start a debate (claim and side) or reopen a past one."""
+
+    BINDINGS = [Binding("escape", "app.pop_screen", "Back")]
+
+    def __init__(self, claim: str | None = None, side: str = "pro"):
+        super().__init__()
+        self.preset_claim = claim
+        self.preset_side = side
+        self.claims: list[Claim] = []
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal(id="columns"):
+            with Vertical(id="start"):
+                yield Label("Pick a claim or type one; Enter starts")
+                yield Input(value=self.preset_claim or "", placeholder="a claim to debate…", id="claim-input")
+                with RadioSet(id="side"):
+                    yield RadioButton("PRO — I argue for the claim", value=self.preset_side == "pro", id="pro")
+                    yield RadioButton("CON — I argue against it", value=self.preset_side == "con", id="con")
+                default = default_level(services(self).profile(backend_name(self)))
+                with RadioSet(id="level"):
+                    for level in LEVELS:
+                        yield RadioButton(
+                            f"{level.number} {level.name}", value=level.number == default, id=f"level-{level.number}"
+                        )
+                yield Static(id="level-description")
+                yield OptionList(Option("loading claims…", disabled=True), id="claims")
+                yield Static(id="claim-source")
+            with Vertical(id="past"):
+                yield Label("Past debates; Enter continues")
+                yield OptionList(id="debates")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = "New debate"
+        scores = inspire_scores_by_debate(services(self).db)  # InspireScores stored by the Coach or `argtui eval inspire`
+        debates = self.query_one("#debates", OptionList)
+        debates.add_options(
+            Option(past_debate(debate, turns, scores.get(debate.id)), id=str(debate.id))
+            for debate, turns in DebateRepository(services(self).db).list()
+        )
+        if debates.option_count:  # Enter in the list continues the latest debate
+            debates.highlighted = 0
+        self.query_one("#claim-input", Input).focus()
+        self._describe_level()
+        self._load_claims()
+
+    @work(thread=True, exclusive=True)
+    def _load_claims(self) -> None:
+        claims = bundled_claims()
+        rad_path = services(self).dataset_path("touche-rad")
+        if rad_path:
+            try:
+                claims = cmv_claims(rad_path) + claims
+            except ArgtuiError as exc:
+                self.app.call_from_thread(
+                    self.notify, f"Touché claims not loaded: {exc}", severity="warning", markup=False
+                )
+        self.app.call_from_thread(self._show_claims, claims)
+
+    def _show_claims(self, claims: list[Claim]) -> None:
+        self.claims = claims
+        options = self.query_one("#claims", OptionList)
+        options.clear_options()
+        options.add_options(
+            Option(Text.assemble(claim.text, (f"  {claim.source}", "dim")), id=str(i)) for i, claim in enumerate(claims)
+        )
+
+    def _side(self) -> str:
+        pressed = self.query_one("#side", RadioSet).pressed_button
+        return pressed.id if pressed is not None else "pro"
+
+    def _level(self) -> OpponentLevel:
+        pressed = self.query_one("#level", RadioSet).pressed_button
+        return get_level(int(pressed.id.removeprefix("level-")) if pressed is not None else FULL_LEVEL)
+
+    @on(RadioSet.Changed, "#level")
+    def _describe_level(self) -> None:
+        level = self._level()
+        self.query_one("#level-description", Static).update(
+            Text(f"Opponent: {level.description}.", style="italic")
+        )
+
+    def _start(self, claim: str) -> None:
+        claim = claim.strip()
+        if not claim:
+            self.notify("type a claim or pick one from the list", severity="warning")
+            return
+        debate = DebateRepository(services(self).db).create(
+            claim, self._side(), backend=backend_name(self), level=self._level().number
+        )
+        self.app.switch_screen(DebateScreen(debate.id))
+
+    @on(Input.Submitted, "#claim-input")
+    def claim_typed(self, event: Input.Submitted) -> None:
+        self._start(event.value)
+
+    @on(OptionList.OptionHighlighted, "#claims")
+    def spell_out_source(self, event: OptionList.OptionHighlighted) -> None:
+        if self.claims and event.option.id is not None:
+            claim = self.claims[int(event.option.id)]
+            self.query_one("#claim-source", Static).update(Text(f"{claim.source}: {source_title(claim.source)}"))
+
+    @on(OptionList.OptionSelected, "#claims")
+    def claim_picked(self, event: OptionList.OptionSelected) -> None:
+        self._start(self.claims[int(event.option.id)].text)
+
+    @on(OptionList.OptionSelected, "#debates")
+    def reopen(self, event: OptionList.OptionSelected) -> None:
+        self.app.switch_screen(DebateScreen(int(event.option.id)))

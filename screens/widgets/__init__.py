@@ -1,0 +1,1 @@
+"""Small renderables several screens share."""
