@@ -212,6 +212,8 @@ def test_the_coach_tab_with_a_score_and_its_problems(closed_backend, argtui_home
         panel.show_judgment(earlier, None)
         panel.show_judgment(judgment, 0.58)
         screen.query_one("#side", TabbedContent).active = "coach-tab"
+        for box in screen.query(Input):
+            box.cursor_blink = False  # a blinking cursor is drawn or not depending on the moment
         await pilot.pause()
         text = shown(panel)
         assert "derivation invalid: a uniform makes a student safe" in text

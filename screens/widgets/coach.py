@@ -20,7 +20,7 @@ from textual.widgets import Static
 from textual.worker import Worker
 
 from engines.errors import ArgtuiError
-from engines.inspire.score import DIMENSION_TITLES, InspireScore, inspire_scores_by_debate
+from engines.inspire.score import DIMENSION_TITLES, FACTUAL, InspireScore, inspire_scores_by_debate
 from engines.judging.task import TaskContext
 from engines.llm.client import LLMClient
 from screens.widgets.distribution import share_bar
@@ -48,6 +48,10 @@ def problem_lines(score: InspireScore) -> list[str]:
     return score.problems + unsupported
 
 
+# The dimension column fits the side panel at 80 columns (about 20 characters) without wrapping.
+ROW_TITLES = {**DIMENSION_TITLES, FACTUAL: "factual truth"}
+
+
 def score_view(judgment: TurnJudgment, debate_overall: float | None, earlier: Sequence[TurnJudgment] = ()) -> Group:
     """One scored message: overall, the dimensions, the weakest explained, the problems."""
     score = judgment.score
@@ -59,7 +63,7 @@ def score_view(judgment: TurnJudgment, debate_overall: float | None, earlier: Se
     table.add_column(width=BAR_WIDTH, no_wrap=True)
     table.add_column(width=4, justify="right", no_wrap=True)
     for name, value in score.dimensions.items():
-        table.add_row(Text(DIMENSION_TITLES[name]), share_bar(value, BAR_WIDTH), Text(value_text(value)))
+        table.add_row(Text(ROW_TITLES[name]), share_bar(value, BAR_WIDTH), Text(value_text(value)))
     weakest = Text.assemble(("Weakest: ", "bold"), DIMENSION_TITLES.get(score.weakest or "", "none"), "\n",
                             (score.weakest_explanation, "italic"))
     parts = [head, overall, table, weakest]
