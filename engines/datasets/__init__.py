@@ -103,16 +103,23 @@ def json_lines(path: Path) -> Iterator[tuple[int, Any]]:
 EXTRA_CELLS = "\0extra"  # where DictReader puts the cells of a row longer than its header
 
 
-def _checked_rows(path: Path, reader: csv.DictReader) -> Iterator[tuple[int, dict[str, str]]]:
-    """(line number, row) of each row; a row with more or fewer cells than the header, or one
-    csv cannot read, fails with the line named."""
+def _records(path: Path, reader: Any) -> Iterator[Any]:
+    """The reader's records; one csv cannot read fails with its line named (`reader.line_num`
+    is the current record's while it is handled)."""
     while True:
         try:
-            row = next(reader)
+            record = next(reader)
         except StopIteration:
             return
         except csv.Error as exc:
             raise DataFormatError(path, reader.line_num, None, f"not valid CSV: {exc}") from None
+        yield record
+
+
+def _checked_rows(path: Path, reader: csv.DictReader) -> Iterator[tuple[int, dict[str, str]]]:
+    """(line number, row) of each row; a row with more or fewer cells than the header, or one
+    csv cannot read, fails with the line named."""
+    for row in _records(path, reader):
         if EXTRA_CELLS in row:
             raise DataFormatError(
                 path, reader.line_num, None,
@@ -168,13 +175,7 @@ def read_csv_columns(
     # the last of equal names, as DictReader keeps
     picks = [width - 1 - header[::-1].index(name) for name in columns]
     pick = operator.itemgetter(*picks) if len(picks) > 1 else lambda cells: (cells[picks[0]],)
-    while True:
-        try:
-            cells = next(reader)
-        except StopIteration:
-            return
-        except csv.Error as exc:
-            raise DataFormatError(path, reader.line_num, None, f"not valid CSV: {exc}") from None
+    for cells in _records(path, reader):
         if len(cells) != width:
             if not cells:  # a blank line, which DictReader skips too
                 continue
