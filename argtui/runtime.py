@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 from argtui.config import Config, load_config
 from engines.debate.settings import DebateSettings
 from engines.llm.client import LLMClient
-from engines.llm.embedded import embedded_server
-from engines.llm.profile import BackendProfile
+from engines.llm.embedded import embedded_server, gguf_server
+from engines.llm.profile import EMBEDDED_PROFILE, BackendProfile
 from engines.llm.servers import ManagedServer
 from engines.llm.status import BackendStatus, probe
 from engines.retrieval.backends import open_retriever
@@ -33,8 +33,8 @@ class Runtime:
     def __init__(self, config: Config | None = None):
         self.config = config or load_config()
         self._db: Database | None = None
-        self._embedded: ManagedServer | None = None
-        self._embedded_lock = asyncio.Lock()
+        self._servers: dict[str, ManagedServer] = {}  # by profile name: the servers argtui started
+        self._server_locks: dict[str, asyncio.Lock] = {}
         self._clients: dict[str, LLMClient] = {}
         self._retriever: Retriever | None = None
         self._retriever_lock = asyncio.Lock()
@@ -49,21 +49,31 @@ class Runtime:
 
     @property
     def embedded_server(self) -> ManagedServer | None:
-        return self._embedded
+        return self._servers.get(EMBEDDED_PROFILE)
 
     async def start_embedded(self) -> ManagedServer:
-        async with self._embedded_lock:
-            if self._embedded is None or not self._embedded.running:
-                server = embedded_server(self.config.paths.data_dir / "logs" / "llama-server.log")
+        return await self.start_server(self.config.profile(EMBEDDED_PROFILE))
+
+    async def start_server(self, profile: BackendProfile) -> ManagedServer:
+        """The running llama-server of a managed profile, started (or restarted) on first use."""
+        lock = self._server_locks.setdefault(profile.name, asyncio.Lock())
+        async with lock:
+            server = self._servers.get(profile.name)
+            if server is None or not server.running:
+                logs = self.config.paths.data_dir / "logs"
+                if profile.embedded:
+                    server = embedded_server(logs / "llama-server.log")
+                else:
+                    server = gguf_server(profile, logs / f"llama-server-{profile.name}.log")
                 server.start()
-                self._embedded = server
+                self._servers[profile.name] = server
                 try:
                     await server.wait_ready()
                 except BaseException:
-                    self._embedded = None
+                    del self._servers[profile.name]
                     server.stop()
                     raise
-            return self._embedded
+            return server
 
     def profile(self, name: str | None = None) -> BackendProfile:
         """The profile by name (default when None), as configured."""
@@ -72,8 +82,8 @@ class Runtime:
     async def resolve(self, name: str | None = None) -> BackendProfile:
         """The profile by name (default when None), with the embedded server's URL filled in."""
         profile = self.config.profile(name)
-        if profile.embedded:
-            server = await self.start_embedded()
+        if profile.managed:
+            server = await self.start_server(profile)
             profile = profile.model_copy(update={"base_urls": [server.url]})
         return profile
 
@@ -94,10 +104,10 @@ class Runtime:
         except Exception as exc:  # start failures become a status line, not a crash
             return BackendStatus(
                 name=profile.name, kind=profile.kind, urls=[redact(url) for url in profile.base_urls],
-                embedded=profile.embedded, error=redact(str(exc), [profile.api_key()]),
+                embedded=profile.embedded, managed=profile.managed, error=redact(str(exc), [profile.api_key()]),
             )
-        start_s = self._embedded.ready_after_s if profile.embedded and self._embedded else None
-        return await probe(client, start_s)
+        server = self._servers.get(profile.name)
+        return await probe(client, server.ready_after_s if server else None)
 
     @property
     def data_dir(self) -> Path:
@@ -132,11 +142,11 @@ class Runtime:
         for client in self._clients.values():
             await client.aclose()
         self._clients.clear()
-        if self._embedded is not None:
+        for server in self._servers.values():
             # On SIGTERM llama-server first finishes the generations in flight, which held a quit
             # for seconds; it keeps nothing a graceful stop would save, so it is killed at once.
-            self._embedded.stop(grace_s=0)
-            self._embedded = None
+            server.stop(grace_s=0)
+        self._servers.clear()
         if self._db is not None:
             self._db.close()
             self._db = None

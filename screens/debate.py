@@ -6,6 +6,9 @@ typing is never blocked. The side panel follows the focused message: the five
 pipeline steps with the strategy card and the evidence for a bot reply, the
 components (each openable to its debate transcript) for a student message.
 
+When the backend cannot start, a level-0 debate goes on without a model (the bot answers
+from the argument base, nothing is judged) and any other says why it cannot, until a retry.
+
 What the screen shows lives in `screens/debate_state.py`, how each part is drawn in
 `screens/widgets/`; this module runs the work and keeps the two in step.
 """
@@ -25,7 +28,7 @@ from textual.widgets import Footer, Header, Input, OptionList, Static, TabbedCon
 from textual.widgets.option_list import Option
 
 from engines.components.types import METHODS as COMPONENT_METHODS
-from engines.debate.levels import FULL_LEVEL, OpponentLevel, get_level
+from engines.debate.levels import LEVELS, OpponentLevel, get_level
 from engines.debate.messages import count_words, split_message, trim_message
 from engines.debate.pipeline import ReplyProgress, TurnCompleted
 from engines.debate.records import ComponentRecord, DebateRecords, GriceRecord, MetricRecord
@@ -34,7 +37,7 @@ from engines.debate.settings import DebateSettings
 from engines.errors import ArgtuiError
 from engines.grice.judge import STRATEGIES as GRICE_STRATEGIES
 from screens.choice import Answer, ChoiceDialog
-from screens.debate_state import DebateState, Message, turns_text
+from screens.debate_state import NO_MODEL, DebateState, Message, turns_text
 from screens.demo_notice import DemoNotice
 from screens.glossary import component_method_title, grice_strategy_title
 from screens.modes import Mode
@@ -45,7 +48,7 @@ from screens.widgets.evidence import evidence_view
 from screens.widgets.judgment import grice_panel
 from screens.widgets.strategy import steps_panel
 from screens.widgets.transcript import RETRY_KEY, STEP_TITLES, TICK_S, MessageView, component_transcript
-from store.debates import DebateRepository
+from store.debates import Debate, DebateRepository
 from store.grice import GriceRepository
 
 REPLY_REFRESH_S = 0.05  # stream the reply at about 20 updates per second
@@ -54,6 +57,13 @@ NOTICE_KEY = "F8"
 # The side panel's tabs, named once; app.tcss fits them whole in its narrowest width (at 80×24).
 SIDE_TABS = {"steps-tab": "Steps", "evidence-tab": "Evidence", "grice-tab": "Grice", "components-tab": "Parts",
              "coach-tab": "Coach"}
+STILL_STARTING = "not ready yet: the backend or the index is still starting"
+NO_MODEL_LEVEL = next(level for level in LEVELS if not level.needs_model)  # what a debate without a model can be
+
+
+def reason_line(error: str) -> str:
+    """What went wrong, in one line: a server that did not start quotes its log after it."""
+    return error.partition("\n")[0].rstrip(":")
 
 
 class TranscriptScreen(ModalScreen):
@@ -79,7 +89,7 @@ class DebateScreen(Screen):
         Binding("escape", "to_message", "To message", tooltip="Back to the message box"),
         Binding("escape", "stop_turn", "Stop turn"),
         Binding("escape", "back", "Back"),
-        Binding("ctrl+r", "retry", "Retry", tooltip="Run a failed or cancelled turn again"),
+        Binding("ctrl+r", "retry", "Retry", tooltip="Run a failed or cancelled turn again, or try the backend again"),
         Binding("ctrl+t", "open_transcript", "Transcript", tooltip="Open a component's debate transcript"),
         Binding("ctrl+l", "focus_input", "Type", show=False, tooltip="Back to the message box"),
         # Ctrl+G, Ctrl+O and F2 are listed on the line that shows what they change, not in the short footer.
@@ -96,7 +106,10 @@ class DebateScreen(Screen):
     def __init__(self, debate_id: int):
         super().__init__()
         self.debate_id = debate_id
+        self.debate: Debate | None = None  # loaded on mount
         self.session: DebateSession | None = None
+        self.open_failure: str | None = None  # why the session could not open (None: open, or opening)
+        self._note: Static | None = None  # in the conversation: why the debate cannot go on, or goes on unjudged
         self.state = DebateState()
         self._streaming: MessageView | None = None
         self._pending_reply = ""
@@ -135,15 +148,26 @@ class DebateScreen(Screen):
 
     @property
     def level(self) -> OpponentLevel:
-        """The opponent level of the open debate (the five steps until one is open)."""
-        return get_level(self.session.debate.level if self.session is not None else FULL_LEVEL)
+        """The opponent level the debate was started with."""
+        assert self.debate is not None, "the debate is loaded on mount"
+        return get_level(self.debate.level)
+
+    @property
+    def judging_off(self) -> bool:
+        """The session is open without a model: the bot answers, nothing is judged."""
+        return self.session is not None and self.session.judging_off is not None
 
     def _show_methods(self) -> None:
         self.sub_title = f"Debate · opponent {self.level.name} · {turns_text(self.state.turn_count)}"
-        self.query_one("#judges", Static).update(Text.assemble(
-            "Grice judge: ", (grice_strategy_title(self.grice_strategy), "bold"), (" ^g · f2 why", "dim"),
-            " · parts: ", (component_method_title(self.component_method), "bold"), (" ^o", "dim"),
-        ))
+        if self.judging_off:
+            judges = Text.assemble(("Judging off", "bold yellow"), f" (Grice, parts, Coach): {NO_MODEL}",
+                                   (f" · {RETRY_KEY} tries again", "dim"))
+        else:
+            judges = Text.assemble(
+                "Grice judge: ", (grice_strategy_title(self.grice_strategy), "bold"), (" ^g · f2 why", "dim"),
+                " · parts: ", (component_method_title(self.component_method), "bold"), (" ^o", "dim"),
+            )
+        self.query_one("#judges", Static).update(judges)
 
     def _cycle(self, current: str, choices: tuple[str, ...]) -> str:
         return choices[(choices.index(current) + 1) % len(choices)]
@@ -169,6 +193,7 @@ class DebateScreen(Screen):
             self.notify(f"no debate {self.debate_id}", severity="error")
             self.app.pop_screen()
             return
+        self.debate = debate
         bot_side = "con" if debate.user_side == "pro" else "pro"
         self.query_one("#claim", Static).update(Text.assemble(
             ("Claim: ", "bold"), debate.claim, f"   you: {debate.user_side}, bot: {bot_side}"
@@ -181,31 +206,98 @@ class DebateScreen(Screen):
         self.query_one(Input).focus()
         self.set_interval(REPLY_REFRESH_S, self._flush_reply)
         self.set_interval(TICK_S, self._tick)
-        self._open_session(debate)
+        self._open_session()
 
     @work(exclusive=True, group="session")
-    async def _open_session(self, debate) -> None:
+    async def _open_session(self) -> None:
+        """Connect to the debate's backend and open the argument index. A level that needs no
+        model opens without one when the backend cannot start; any other failure is kept (and
+        shown) until a retry."""
+        debate = self.debate
+        self.open_failure = None
         self._say("connecting to the backend and opening the argument index…")
+        self.refresh_bindings()
+        client, no_model = None, ""
         try:
             client = await services(self).client(debate.backend or None)
+        except ArgtuiError as exc:
+            if self.level.needs_model:
+                self._cannot_debate(reason_line(str(exc)), backend=True)
+                return
+            no_model = reason_line(str(exc))
+        try:
             retriever = await services(self).retriever(
                 lambda p: self._say(f"building the argument index: {p.done}/{p.total}")
             )
         except ArgtuiError as exc:
-            self._say(Text(f"cannot debate: {exc}", style="red"))
+            self._cannot_debate(reason_line(str(exc)), backend=False)
             return
         db = services(self).db
         self.session = DebateSession(
-            DebateRepository(db), debate, client, retriever, reason_store=GriceRepository(db),
-            grice_strategy=self.grice_strategy, component_method=self.component_method,
+            DebateRepository(db), debate, client, retriever, no_model_reason=no_model,
+            reason_store=GriceRepository(db), grice_strategy=self.grice_strategy,
+            component_method=self.component_method,
         )
         self._show_methods()
+        self._show_judging()
         retries = f"; {RETRY_KEY} retries a turn" if self.state.has_unfinished() else ""
         self._say("ready: type your argument and press Enter" + retries)
         self.refresh_bindings()
+        if self.judging_off:
+            return
         for view in self._views():  # resume judging what an earlier session left undone
             if view.message.role == "assistant" and view.message.state == "done" and view.message.grice is None:
                 self._judge(view)
+
+    def _cannot_debate(self, reason: str, backend: bool) -> None:
+        """The session did not open: the reason in the status line and, whole, in the conversation,
+        with what to do."""
+        self.open_failure = reason
+        self._say(self._cannot_debate_line())
+        advice = [f"{RETRY_KEY} tries again."]
+        if backend:
+            advice.append(f"Level {NO_MODEL_LEVEL.number} ({NO_MODEL_LEVEL.name}) needs no model: Esc, then start a "
+                          f"debate at level {NO_MODEL_LEVEL.number}. Or use another backend: argtui --backend NAME.")
+        self._show_note(Text.assemble(("Cannot debate: ", "bold red"), reason, "\n", " ".join(advice)))
+        self.refresh_bindings()
+
+    def _cannot_debate_line(self) -> Text:
+        return Text(f"cannot debate ({RETRY_KEY} tries again): {self.open_failure}", style="red")
+
+    def _show_judging(self) -> None:
+        """Where the session has no model, each part it cannot judge says so, and a note in the
+        conversation why; once a model answers, what was left unjudged can be judged."""
+        coach = self.query_one(CoachPanel)
+        if not self.judging_off:
+            if self._note is None:  # nothing was off
+                return
+            self._note.remove()
+            self._note = None
+            coach.show_off(None)
+            for view in self._views():
+                if view.message.judging_off:
+                    view.message.judging_off = ""
+                    if view.message.role == "user" and view.message.components is None:
+                        view.message.state = "cancelled"  # Retry labels it
+                    self._redraw(view)
+            return
+        coach.show_off(NO_MODEL)
+        self._show_note(Text.assemble(
+            ("No model answers: ", "bold yellow"), self.session.judging_off, "\n",
+            "The bot still answers from the argument base; the judging needs a model.",
+        ))
+        for view in self._views():  # replies an earlier session left unjudged
+            if view.message.role == "assistant" and view.message.state == "done" and view.message.grice is None:
+                view.message.judging_off = NO_MODEL
+                self._redraw(view)
+
+    def _show_note(self, text: Text) -> None:
+        log = self.query_one("#log", VerticalScroll)
+        if self._note is None:
+            self._note = Static(id="note")
+            log.mount(self._note)
+        self._note.update(text)
+        log.scroll_end(animate=False)
 
     # ------------------------------------------------------------ sending
 
@@ -228,7 +320,10 @@ class DebateScreen(Screen):
         if not text:
             return
         if self.session is None:
-            self._say("not ready yet: the backend or the index is still starting")
+            if self.open_failure is None:
+                self._say(STILL_STARTING)
+            else:
+                self._say(Text.assemble("not sent, ", self._cannot_debate_line()))
             return
         if self.state.bot_working():
             self._say("the bot is still answering; your draft stays in the box")
@@ -242,6 +337,11 @@ class DebateScreen(Screen):
         user_view = MessageView(self.state.add_message(text, self.session.add_user_message(text)))
         self.query_one("#log", VerticalScroll).mount(user_view)
         self._show_methods()
+        if self.judging_off:
+            user_view.message.state, user_view.message.judging_off = "done", NO_MODEL
+            user_view.changed()
+            self._start_answer(user_view)
+            return
         self._start_label(user_view)
         self._start_answer(user_view)
         self._start_coach(user_view)
@@ -322,6 +422,11 @@ class DebateScreen(Screen):
         if outcome is None:
             self._say(Text(f"the bot's turn failed; {RETRY_KEY} runs it again, or send another message", style="red"))
             return
+        if self.judging_off:
+            reply.judging_off = NO_MODEL
+            self._redraw(view)
+            self._say(f"reply in {outcome.seconds:.1f} s, from the argument base; not judged: {NO_MODEL}")
+            return
         self._say(f"reply in {outcome.seconds:.1f} s ({outcome.requests} requests); judging it…")
         self._judge(view)
 
@@ -399,8 +504,9 @@ class DebateScreen(Screen):
             return bool(self.state.working())
         if action == "back":
             return not self.state.working()
-        if action == "retry":
-            return self.session is not None and self.state.retry_target() is not None
+        if action == "retry":  # a turn to run again, or the backend to try again
+            return self.open_failure is not None or self.judging_off or (
+                self.session is not None and self.state.retry_target() is not None)
         if action == "open_transcript":  # shown once a message has components: the footer is short
             return self.state.transcript_message() is not None
         return True
@@ -456,12 +562,18 @@ class DebateScreen(Screen):
         self.app.push_screen(ChoiceDialog(question, answers), answered)
 
     def action_retry(self) -> None:
+        """Run a failed or cancelled turn again; with no session, or one without a model (and no
+        reply to run again), try the backend again."""
         target = self.state.retry_target()
-        if self.session is None or target is None:
-            self._say("nothing to retry" if self.session else "not ready yet: the backend is still starting")
+        reply_again = target is not None and target[1] is not None and target[1].unfinished
+        if self.session is None or (self.judging_off and not reply_again):
+            self._reopen_session()
+            return
+        if target is None:
+            self._say("nothing to retry")
             return
         message, reply = target
-        if message is not None and message.unfinished:
+        if message is not None and message.unfinished and not self.judging_off:
             self._start_label(self._view_of(message))
         if reply is not None and reply.unfinished:
             if self.state.bot_working():
@@ -469,6 +581,14 @@ class DebateScreen(Screen):
             else:
                 self._say("the bot is answering…")
                 self._start_answer(self._view_of(message), self._view_of(reply))
+
+    def _reopen_session(self) -> None:
+        if self.session is None and self.open_failure is None:
+            self._say(STILL_STARTING)
+        elif self.state.working():
+            self._say(f"the bot is answering; {RETRY_KEY} tries the backend again when it is done")
+        else:
+            self._open_session()
 
     # ------------------------------------------------------------ side panel
 
@@ -504,14 +624,17 @@ class DebateScreen(Screen):
             self.query_one("#steps", Static).update(steps_panel(message, self.level.steps))
             self.query_one("#evidence", Static).update(evidence_view(message.evidence))
             self.query_one("#grice", Static).update(
-                grice_panel(message.grice, message.error, self.show_questions, QUESTIONS_KEY))
+                Text(f"Not judged: {message.judging_off}.", style="yellow") if message.judging_off
+                else grice_panel(message.grice, message.error, self.show_questions, QUESTIONS_KEY))
             return
         options = self.query_one("#component-list", OptionList)
         options.clear_options()
         for index, component in enumerate(message.components or []):
             options.add_option(Option(Text.assemble(label_chip(component.label), " ", component.span.text),
                                       id=str(index)))
-        if message.components is None:
+        if message.judging_off:
+            options.add_option(Option(f"no labels: {message.judging_off}", disabled=True))
+        elif message.components is None:
             waiting = {"running": "labelling…", "failed": "labelling failed"}.get(message.state)
             options.add_option(Option(waiting or "labelling cancelled", disabled=True))
 

@@ -19,6 +19,7 @@ from engines.debate.pipeline import STEPS, StepFinished, StepStarted, TurnFailed
 from engines.debate.records import ComponentRecord, EvidenceRow, GriceRecord, StoredTurn, TurnSteps
 
 UNFINISHED = ("failed", "cancelled")  # what Retry runs again
+NO_MODEL = "no model answers"  # why a message of a debate going on without a model is not judged
 
 
 def turns_text(turns: int) -> str:
@@ -62,6 +63,7 @@ class Message:
     reply: Message | None = None
     answers: Message | None = None
     labels_after_reply: bool = False  # a student message: its labelling waits for the reply
+    judging_off: str = ""  # why it is not judged (no labels, no Grice), where no model answers
 
     def __post_init__(self) -> None:
         self.step_started = self.step_started or self.started

@@ -16,14 +16,19 @@ from screens.modes import Mode, discover_modes
 from screens.services import backend_name, shell
 
 
+LOG_TAIL_LINES = 3  # of the server log a start failure quotes: one row each, under the reason
+
+
 def describe_status(status: BackendStatus | None, backend_name: str) -> Text:
+    """The backend's name, kind and state; when unreachable, the reason whole (for a server that
+    did not start: how it ended, what to do and its log's path)."""
     text = Text()
     text.append("Backend\n", style="bold")
     if status is None:
         text.append(f"{backend_name}: starting…\n", style="yellow")
         return text
     text.append(f"{status.name}", style="bold")
-    text.append(f" ({status.kind or 'kind not detected yet'}{', started by argtui' if status.embedded else ''})\n")
+    text.append(f" ({status.kind or 'kind not detected yet'}{', started by argtui' if status.managed else ''})\n")
     if status.reachable:
         text.append("ready", style="bold green")
         text.append(f"  model {status.model}\n")
@@ -34,8 +39,16 @@ def describe_status(status: BackendStatus | None, backend_name: str) -> Text:
         text.append("\n")
     else:
         text.append("unreachable\n", style="bold red")
-        text.append(f"{status.error}\n")
+        reason = (status.error or "").partition("\n")[0]
+        text.append(f"{reason}\n")
     return text
+
+
+def log_tail(status: BackendStatus | None) -> str:
+    """The last lines of the server's log that an error quotes after its first line, the reason."""
+    if status is None or status.reachable or not status.error:
+        return ""
+    return "\n".join(status.error.splitlines()[1:][-LOG_TAIL_LINES:])
 
 
 class HomeScreen(Screen):
@@ -57,6 +70,7 @@ class HomeScreen(Screen):
             )
             with Vertical(id="side"):
                 yield Static(id="backend")
+                yield Static(id="backend-log")
                 yield Static(id="mode-description")
         yield Footer()
 
@@ -71,6 +85,10 @@ class HomeScreen(Screen):
         self.query_one("#backend", Static).update(
             describe_status(status, backend_name(self))
         )
+        tail = log_tail(status)
+        log = self.query_one("#backend-log", Static)
+        log.update(Text(tail))
+        log.display = bool(tail)
 
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
         mode = self._mode(event.option.id)

@@ -10,20 +10,38 @@ retries. Use it as a context manager (or through the `fake_server` fixture):
 Chat completions are answered by `answer`: a callable given the request body,
 or a list of replies used in turn, the last one repeating. `/models` lists
 `models`, owned by `owned_by`; `/version` and `/props` (beside `/v1`, as on
-vLLM and llama-server) answer only when given.
+vLLM and llama-server) answer only when given, and so does any path of `routes`
+(JSON by path). `ollama_fake` and `lmstudio_fake` answer their servers' identity
+endpoints and, like them, one choice per request whatever `n` asks.
+
+`dying_server` is a stand-in server executable that kills itself as it starts.
+
+Faults beside HTTP: `SmallDisk`, a folder on a small file system of its own that can be
+filled to the last byte (writes then fail with ENOSPC, as on a full disk), `blackhole`, an
+address that accepts connections and never answers, and `lock_held_elsewhere`, another
+program holding the database lock a rating needs.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import socket
+import sqlite3
+import subprocess
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Sequence
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+import psycopg
 
 from engines.llm.profile import BackendProfile
+from store import Database
 
 
 @dataclass(frozen=True)
@@ -129,6 +147,34 @@ def schema_answer(text: str, delay_s: float = 0.0) -> Callable[[dict], Reply]:
     return answer
 
 
+def one_choice(answer: Callable[[dict], Reply]) -> Callable[[dict], Reply]:
+    """`answer` as a server that ignores `n` answers it: with the first choice only."""
+
+    def first(body: dict) -> Reply:
+        reply = answer(body)
+        if reply.json is None or not reply.json.get("choices"):
+            return reply
+        return replace(reply, json={**reply.json, "choices": reply.json["choices"][:1]})
+
+    return first
+
+
+def ollama_fake(answer: Callable[[dict], Reply], models: Sequence[str] = ("llama3.2:3b",)) -> "FakeServer":
+    """A server that answers like Ollama: its own models `owned_by: library`, `/api/version`, no `n`."""
+    return FakeServer(one_choice(answer), models=models, owned_by="library",
+                      routes={"/api/version": {"version": "0.12.6"}})
+
+
+def lmstudio_fake(answer: Callable[[dict], Reply], models: Sequence[str] = ("qwen2.5-7b-instruct",)) -> "FakeServer":
+    """A server that answers like LM Studio: `/api/v0/models` beside the API, no `n`."""
+    listing = {"object": "list", "data": [
+        {"id": model, "object": "model", "type": "llm", "publisher": "lmstudio-community", "state": "loaded"}
+        for model in models
+    ]}
+    return FakeServer(one_choice(answer), models=models, owned_by="organization_owner",
+                      routes={"/api/v0/models": listing})
+
+
 @dataclass(frozen=True)
 class Received:
     method: str
@@ -151,10 +197,12 @@ class FakeServer:
         owned_by: str = "fake",
         version: str | None = None,
         props: dict | None = None,
+        routes: dict[str, Any] | None = None,
         port: int = 0,
     ):
         self.answer = answer
         self.models, self.owned_by, self.version, self.props = list(models), owned_by, version, props
+        self.routes = dict(routes or {})
         self.received: list[Received] = []
         self.bodies: list[dict] = []  # the chat-completion request bodies, in arrival order
         self._answered = 0
@@ -201,6 +249,8 @@ class FakeServer:
             return Reply(json={"version": self.version})
         if path == "/props" and self.props is not None:
             return Reply(json=self.props)
+        if path in self.routes:
+            return Reply(json=self.routes[path])
         if path == "/v1/chat/completions" and method == "POST":
             with self._lock:
                 self.bodies.append(body)
@@ -276,3 +326,80 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args) -> None:  # keep test output clean
         pass
+
+
+def dying_server(folder: Path, signal_name: str) -> Path:
+    """An executable that logs a line as llama-server does and kills itself with `signal_name`
+    (ILL, KILL, …): a build for another CPU, or a server the system stopped."""
+    script = folder / f"llama-server-sig{signal_name.lower()}"
+    script.write_text(f"#!/bin/sh\necho 'main: loading model'\nkill -{signal_name} $$\n")
+    script.chmod(0o755)
+    return script
+
+
+class SmallDisk:
+    """A folder on a tmpfs of its own (mounting needs root): `fill()` leaves it no room, so every
+    write that needs more space fails with ENOSPC ("database or disk is full" in SQLite), as on
+    a full disk; `free()` gives the room back. Unmounted on leaving."""
+
+    def __init__(self, folder: Path, size_kb: int = 16_384):
+        self.folder, self.size_kb = folder, size_kb
+        self._ballast = folder / "ballast"
+
+    def __enter__(self) -> "SmallDisk":
+        self.folder.mkdir(parents=True, exist_ok=True)
+        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={self.size_kb}k", "tmpfs", str(self.folder)],
+                                 capture_output=True, text=True)
+        if mounted.returncode != 0:
+            raise PermissionError(f"cannot mount a tmpfs at {self.folder}: {mounted.stderr.strip()}")
+        return self
+
+    def fill(self, leave_kb: int = 0) -> None:
+        """Take all the room left but `leave_kb`."""
+        descriptor = os.open(self._ballast, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        try:
+            for block in (65_536, 512):
+                try:
+                    while True:
+                        os.write(descriptor, b"\0" * block)
+                except OSError:  # ENOSPC: full at this block size
+                    pass
+        finally:
+            os.close(descriptor)
+        if leave_kb:
+            os.truncate(self._ballast, max(0, self._ballast.stat().st_size - leave_kb * 1024))
+
+    def free(self) -> None:
+        self._ballast.unlink(missing_ok=True)
+
+    def __exit__(self, *exc_info) -> None:
+        subprocess.run(["umount", "--lazy", str(self.folder)], capture_output=True)
+
+
+@contextmanager
+def blackhole() -> Iterator[int]:
+    """A loopback port that accepts connections (the kernel completes the handshake) and never answers."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        listener.close()
+
+
+@contextmanager
+def lock_held_elsewhere(db: Database) -> Iterator[None]:
+    """Another program holds the lock a rating needs until the block ends: SQLite's write lock,
+    or on PostgreSQL an exclusive lock on the ratings table."""
+    if db.dialect == "sqlite":
+        other = sqlite3.connect(db.path, isolation_level=None, check_same_thread=False)
+        other.execute("BEGIN IMMEDIATE")
+    else:
+        other = psycopg.connect(db.engine.url.set(drivername="postgresql").render_as_string(hide_password=False))
+        other.execute("LOCK TABLE critique_rating IN EXCLUSIVE MODE")
+    try:
+        yield
+    finally:
+        other.rollback()
+        other.close()

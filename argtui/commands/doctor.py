@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+from dataclasses import asdict
 
-import sys
-
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from argtui.commands import run_with_runtime
+from argtui.commands import output_console, run_with_runtime
+from argtui.config import Config
 from argtui.runtime import Runtime
-
-
-PIPED_WIDTH = 250
+from engines.llm import local_servers
 
 
 def register(subparsers) -> None:
@@ -26,14 +25,29 @@ def register(subparsers) -> None:
 
 async def _report(runtime: Runtime, names: list[str] | None) -> dict:
     config = runtime.config
+    # Where no backend was chosen yet, a server already running here may be the one to use.
+    probing = None if names or _configured(config) else asyncio.create_task(
+        local_servers.find_local_servers(local_servers.LOCAL_PORTS)
+    )
     names = names or config.profile_names()
     statuses = [(await runtime.status(name)).as_dict() for name in names]
+    found = None if probing is None else await probing
     return {
         "default_backend": config.profile().name,
         "backends": statuses,
+        "local_servers": None if found is None else [
+            {**asdict(server), "use": f"argtui config use {server.url}"} for server in found
+        ],
         "database": {"path": runtime.db.location, "schema_version": runtime.db.schema_version},
         "config_file": str(config.paths.config_file),
     }
+
+
+def _configured(config: Config) -> bool:
+    """A config file or the environment chooses the backend."""
+    return config.paths.config_file.exists() or any(
+        os.environ.get(variable) for variable in ("ARGTUI_BASE_URL", "ARGTUI_BACKEND")
+    )
 
 
 def _doctor(args) -> int:
@@ -42,8 +56,7 @@ def _doctor(args) -> int:
     if args.json:
         print(json.dumps(report, indent=2))
         return 0 if ok else 1
-    # Piped output has no width to fit: rows stay whole instead of being cut at 80 columns.
-    console = Console() if sys.stdout.isatty() else Console(width=PIPED_WIDTH)
+    console = output_console()
     table = Table(title="Backends")
     for column in ("profile", "kind", "reachable", "model", "latency", "start", "detail"):
         table.add_column(column, overflow="fold")
@@ -58,7 +71,28 @@ def _doctor(args) -> int:
             Text(b["error"] or ", ".join(b["urls"])),
         )
     console.print(table)
+    for line in _notes(report):
+        console.print(Text(line), highlight=False)
     db = report["database"]
     console.print(f"database: {db['path']} (schema version {db['schema_version']})", markup=False, highlight=False)
     console.print(f"config:   {report['config_file']}", markup=False, highlight=False)
     return 0 if ok else 1
+
+
+def _notes(report: dict) -> list[str]:
+    """What the table cannot say: a vLLM server that hides its cache hits, and the servers found here."""
+    notes = [
+        f"note: {b['name']}: this vLLM server does not report the prompt tokens it took from its cache "
+        "(usage.prompt_tokens_details), so --timings shows reused 0; start it with --enable-prefix-caching "
+        "--enable-prompt-tokens-details (argtui serve --model adds both)"
+        for b in report["backends"] if b["kind"] == "vllm" and b["reports_cached_tokens"] is False
+    ]
+    found = report["local_servers"]
+    if found == []:
+        usual = ", ".join(f"{port} {name}" for port, name in local_servers.LOCAL_PORTS.items())
+        notes.append(f"no server is running on the usual local ports ({usual})")
+    for server in found or ():
+        models = ", ".join(server["models"]) or "no model"
+        notes.append(f"found {server['kind']} at {server['url']} serving {models}; "
+                     f"to make it the default backend: {server['use']}")
+    return notes

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from argtui.commands import run_with_runtime
@@ -11,7 +12,8 @@ from engines.debate.export import full_record, rad_run
 from engines.debate.records import DebateRecords
 from engines.errors import ArgtuiError
 from engines.output import write_text_file
-from store.debates import DebateRepository
+from engines.terminal_text import print_data
+from store.debates import Debate, DebateRepository
 
 
 def register(subparsers) -> None:
@@ -29,12 +31,29 @@ async def _export(runtime: Runtime, args) -> int:
     if debate is None:
         raise ArgtuiError(f"no debate with id {args.id} (argtui debate --list shows them)")
     if args.format == "rad":
-        record = rad_run(debate, DebateRecords(repository).turns(debate.id), model="")
+        record = rad_run(debate, DebateRecords(repository).turns(debate.id), model=await _model(runtime, debate))
     else:
         record = full_record(repository, debate)
     text = json.dumps(record, ensure_ascii=False)
     if args.output:
         write_text_file(args.output, text + "\n")
     else:
-        print(text)
+        print_data(text)
     return 0
+
+
+async def _model(runtime: Runtime, debate: Debate) -> str:
+    """The debate's model as `argtui debate` names it in its run: its profile's, else the one the
+    profile's server serves; empty, with a warning, when neither can be found any more."""
+    if not debate.backend:
+        return _unknown_model(f"debate {debate.id} does not name its backend profile")
+    try:
+        profile = runtime.profile(debate.backend)
+        return profile.model or await (await runtime.client(profile.name)).model()
+    except ArgtuiError as exc:
+        return _unknown_model(str(exc))
+
+
+def _unknown_model(reason: str) -> str:
+    print(f"warning: the run's model is left empty: {reason}", file=sys.stderr)
+    return ""

@@ -102,12 +102,20 @@ def _best(items: list[EvidenceItem], history: Sequence[DialogueTurn]) -> Evidenc
     return next((item for item in fresh if count_words(item.argument.text) <= WORD_LIMIT), fresh[0])
 
 
+def quick_reply_prompt(setup: DebateSetup, history: Sequence[DialogueTurn], argument: str) -> str:
+    """Level 1's prompt: the last turns of the dialogue and the argument to adapt."""
+    return prompts.QUICK_REPLY.format(
+        debate_dialogue=render_dialogue(setup, history[-QUICK_DIALOGUE_TURNS:]), argument=prompts.quoted(argument)
+    )
+
+
 class RetrievalOpponent(Opponent):
     """Level 0: the best counter-argument, word for word."""
 
     level = 0
     steps = (("retrieval", "Retrieval"),)
     default_timeouts = {"retrieval": 10.0}
+    needs_model = False
 
     async def _counter(
         self, clock: StepClock, setup: DebateSetup, history: Sequence[DialogueTurn], turn: BotTurn
@@ -147,6 +155,7 @@ class QuickOpponent(RetrievalOpponent):
     """Level 1: the best counter-argument adapted to the dialogue in one model call."""
 
     level = 1
+    needs_model = True
     steps = (("retrieval", "Retrieval"), ("reply", "Reply"))
     # Two short drafts and their stance checks took at most 9 s on the embedded model.
     default_timeouts = {"retrieval": 10.0, "reply": 30.0}
@@ -162,9 +171,7 @@ class QuickOpponent(RetrievalOpponent):
         clock = self._clock("reply")
         yield StepStarted(clock.step)
         argument = best.argument.text
-        prompt = prompts.QUICK_REPLY.format(
-            debate_dialogue=render_dialogue(setup, history[-QUICK_DIALOGUE_TURNS:]), argument=argument
-        )
+        prompt = quick_reply_prompt(setup, history, argument)
         async for event in self._checked_reply(
             clock, setup, turn,
             lambda attempt, rejection: self._stream_text(replies.with_reason(prompt, rejection), argument, attempt),
@@ -211,6 +218,11 @@ class OpponentLevel:
         """(name, title) of the steps it runs, in order."""
         return self.bot.steps
 
+    @property
+    def needs_model(self) -> bool:
+        """False: it debates from the argument base alone, with no backend."""
+        return self.bot.needs_model
+
 
 LEVELS: tuple[OpponentLevel, ...] = (
     OpponentLevel(0, "Retrieval", "answers with the best counter-argument from the argument base, word for word",
@@ -247,6 +259,11 @@ def labels_during_reply(profile: BackendProfile) -> bool:
     return not _tiny_model(profile)
 
 
-def opponent(number: int, client: LLMClient, retriever: Retriever, **options) -> Opponent:
-    """The bot of that level; `options` go to `Opponent` (seed, attempts, step_timeouts…)."""
-    return get_level(number).bot(client, retriever, **options)
+def opponent(number: int, client: LLMClient | None, retriever: Retriever, **options) -> Opponent:
+    """The bot of that level; `options` go to `Opponent` (seed, attempts, step_timeouts…).
+    `client` None: no model answers, which only level 0 does without."""
+    level = get_level(number)
+    if client is None and level.needs_model:
+        raise ArgtuiError(f"level {level.number} ({level.name}) needs a model, and none answers; "
+                          "level 0 (Retrieval) debates without one")
+    return level.bot(client, retriever, **options)

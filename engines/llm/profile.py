@@ -5,11 +5,14 @@ from __future__ import annotations
 import os
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from engines.secrets import redact
 
-BackendKind = Literal["vllm", "llamacpp", "openai"]
+BackendKind = Literal["vllm", "llamacpp", "ollama", "lmstudio", "openai"]
+BACKEND_KINDS: tuple[BackendKind, ...] = ("vllm", "llamacpp", "ollama", "lmstudio", "openai")
 EMBEDDED_PROFILE = "embedded"
 
 
@@ -48,7 +51,12 @@ class BackendProfile(BaseModel):
     timeout_s: float = Field(default=120.0, gt=0)
     retries: int = Field(default=3, ge=0, le=20)
     sampling: Sampling = Field(default_factory=Sampling)
-    embedded: bool = False
+    embedded: bool = False  # the bundled tiny model: its judgments are for demonstration only
+    # A GGUF file: argtui starts llama-server with it on demand, as it does the embedded model.
+    model_path: str | None = None
+    context: int | None = Field(default=None, ge=256)  # tokens per slot (llama-server's --ctx-size ÷ slots)
+    slots: int | None = Field(default=None, ge=1, le=64)  # requests the server computes at once
+    threads: int | None = Field(default=None, ge=1, le=512)
     # The HTTP library of non-streamed requests (streams always go through httpx): aiohttp costs
     # a batch run's client about half httpx's CPU per request; "httpx" stays selectable.
     transport: Literal["httpx", "aiohttp"] = "aiohttp"
@@ -57,6 +65,22 @@ class BackendProfile(BaseModel):
     @classmethod
     def _strip_slash(cls, urls: list[str]) -> list[str]:
         return [url.rstrip("/") for url in urls]
+
+    @model_validator(mode="after")
+    def _gguf_profile(self) -> "BackendProfile":
+        if self.model_path is not None:
+            if self.kind not in (None, "llamacpp"):
+                raise ValueError(f"model_path starts llama-server: kind must be \"llamacpp\", not {self.kind!r}")
+            if self.base_urls:
+                raise ValueError("model_path and base_urls exclude each other: argtui starts the server itself")
+            self.kind = "llamacpp"
+            self.model = self.model or Path(self.model_path).stem  # the name the server is asked under
+        return self
+
+    @property
+    def managed(self) -> bool:
+        """argtui starts this profile's server itself (the embedded model or a GGUF file)."""
+        return self.embedded or self.model_path is not None
 
     def api_key(self) -> str | None:
         """The key is read from the environment at call time and never stored."""

@@ -26,6 +26,33 @@ class ServerStartError(ArgtuiError):
     """A managed server exited or never became healthy; the message points at its log."""
 
 
+# What a signal that ended a server most likely means, and what to do about it.
+SIGNAL_ADVICE = {
+    signal.SIGILL: ("illegal instruction", "its build does not match this CPU; run ./install.sh again"),
+    signal.SIGKILL: ("killed", "the system may have run out of memory, or another program stopped it; "
+                               "close other programs or use a smaller model"),
+    signal.SIGSEGV: ("segmentation fault", "it crashed; its log below says where"),
+    signal.SIGABRT: ("aborted", "it stopped on an internal error; its log below says which"),
+    signal.SIGBUS: ("bus error", "a model file it reads may be damaged or on a removed disk"),
+}
+
+
+def exit_description(name: str, returncode: int, when: str = "") -> str:
+    """How a server process ended, in words: the signal by name and what to do about it, or
+    the exit code; `when` (e.g. "while starting") follows the event."""
+    when = f" {when}" if when else ""
+    if returncode >= 0:
+        return f"{name} exited with code {returncode}{when}"
+    try:
+        sig = signal.Signals(-returncode)
+    except ValueError:
+        return f"{name} was killed by signal {-returncode}{when}"
+    meaning, advice = SIGNAL_ADVICE.get(sig, (None, None))
+    if meaning is None:
+        return f"{name} was killed by {sig.name}{when}"
+    return f"{name} was killed by {sig.name} ({meaning}){when}: {advice}"
+
+
 def free_loopback_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
@@ -89,7 +116,7 @@ class ManagedServer:
             while time.perf_counter() < deadline:
                 if self.process.poll() is not None:
                     raise ServerStartError(
-                        f"{self.name} exited with code {self.process.returncode} while starting; "
+                        f"{exit_description(self.name, self.process.returncode, 'while starting')}; "
                         f"see {self.log_path}:\n{self.log_tail()}"
                     )
                 try:

@@ -69,6 +69,15 @@ class Usage:
 
 
 @dataclass(frozen=True)
+class Ping:
+    """One probe request: its round trip, and whether its usage said how many prompt tokens the
+    server took from its cache (servers that do not tell leave `prompt_tokens_details` out)."""
+
+    latency_s: float
+    reports_cached_tokens: bool
+
+
+@dataclass(frozen=True)
 class TokenLogprob:
     token: str
     logprob: float

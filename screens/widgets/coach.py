@@ -87,10 +87,11 @@ class CoachPanel(Static):
         super().__init__(**kwargs)
         self.judgments: dict[int, TurnJudgment] = {}  # by dialogue position
         self.debate_overall: float | None = None
-        self.status: Text | None = Text(
+        self._idle_status = Text(
             "Coach: your InspireScore shows here after each message." if enabled
             else "Coach: off (coach = false under [debate] in the config file).", style="dim",
         )
+        self.status: Text | None = self._idle_status
         self.in_progress = 0  # scores running
 
     def on_mount(self) -> None:
@@ -122,6 +123,11 @@ class CoachPanel(Static):
             self.workers.cancel_group(self, "coach")
             self.status = Text("Coach: stopped with the turn", style="dim")
             self._render_panel()
+
+    def show_off(self, reason: str | None) -> None:
+        """Scoring cannot run for now, and why (e.g. no model answers); None: it can again."""
+        self.status = Text(f"Coach: off, {reason}.", style="yellow") if reason else self._idle_status
+        self._render_panel()
 
     def show_failure(self, reason: str) -> None:
         """One line, whatever went wrong."""

@@ -69,11 +69,13 @@ class MessageView(Static, can_focus=True):
         parts = [head + Text(m.content)]
         if m.turn is not None and m.turn.length_action:
             parts.append(Text(f"(reply over 60 words: {m.turn.length_action})", style="dim italic"))
-        parts.append(grice_line(m.grice))
+        parts.append(Text(f"Grice: not judged, {m.judging_off}", style="dim") if m.judging_off else grice_line(m.grice))
         return Group(*parts)
 
     def _labelling_line(self) -> Text | None:
         m = self.message
+        if m.judging_off:
+            return Text(f"no labels: {m.judging_off}", style="dim")
         if m.state == "running" and m.labels_after_reply and m.reply is not None and m.reply.state == "running":
             return Text("components follow the reply", style="dim")
         if m.state == "running":

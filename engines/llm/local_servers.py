@@ -1,0 +1,73 @@
+"""What an LLM server is (its kind and models), and which ones run on this machine's usual ports.
+
+`argtui config use URL` asks one server; `argtui doctor` without a configuration looks on
+the ports local servers listen on by default, all at once, so finding nothing takes a
+fraction of a second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from contextlib import suppress
+from dataclasses import dataclass
+from typing import Iterable
+from urllib.parse import urlsplit
+
+from engines.llm.client import LLMClient
+from engines.llm.profile import BackendKind, BackendProfile
+from engines.llm.types import BackendError
+
+LOCAL_HOST = "127.0.0.1"
+# The port each server listens on unless told otherwise.
+LOCAL_PORTS: dict[int, str] = {11434: "Ollama", 1234: "LM Studio", 8080: "llama-server", 8000: "vLLM"}
+CONNECT_TIMEOUT_S = 0.25  # a loopback port refuses at once; this bounds one that never answers
+IDENTIFY_TIMEOUT_S = 5.0  # each identity request, once something accepted the connection
+
+
+@dataclass(frozen=True)
+class ServerIdentity:
+    """A server that answered as an OpenAI-compatible one."""
+
+    url: str
+    kind: BackendKind
+    models: tuple[str, ...]
+
+
+async def identify(
+    url: str, api_key_env: str | None = None, timeout_s: float = IDENTIFY_TIMEOUT_S
+) -> ServerIdentity:
+    """Ask the server at `url` what it is and what it serves, once (no retries); raises
+    BackendError when it does not answer as an OpenAI-compatible server."""
+    profile = BackendProfile(  # named in error messages by its host (and port), without credentials
+        name=urlsplit(url).netloc.rpartition("@")[2], base_urls=[url],
+        api_key_env=api_key_env, retries=0, timeout_s=timeout_s, max_concurrency=1,
+    )
+    async with LLMClient(profile) as client:
+        kind = await client.kind()
+        return ServerIdentity(url=profile.base_urls[0], kind=kind, models=tuple(await client.models()))
+
+
+async def find_local_servers(ports: Iterable[int], host: str = LOCAL_HOST) -> list[ServerIdentity]:
+    """The servers on `ports` of `host` that answer as OpenAI-compatible ones, in the order of `ports`."""
+    found = await asyncio.gather(*(_local_server(host, port) for port in ports))
+    return [server for server in found if server is not None]
+
+
+async def _local_server(host: str, port: int) -> ServerIdentity | None:
+    if not await _accepts_connections(host, port):
+        return None
+    try:
+        return await identify(f"http://{host}:{port}/v1")
+    except BackendError:  # something else listens there (a web app, another service)
+        return None
+
+
+async def _accepts_connections(host: str, port: int) -> bool:
+    try:
+        _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), CONNECT_TIMEOUT_S)
+    except (OSError, TimeoutError):
+        return False
+    writer.close()
+    with suppress(OSError):  # the port accepted: how the connection ends does not matter
+        await writer.wait_closed()
+    return True
