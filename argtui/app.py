@@ -10,13 +10,39 @@ from textual.binding import Binding
 from textual.command import Provider
 from textual.reactive import reactive
 from textual.screen import Screen
+from textual.strip import Strip
 
 from argtui.runtime import Runtime
+from engines.terminal_text import VisibleControlsConsole, has_controls, visible_segment
 from screens.home import HomeScreen
 from screens.modes import discover_modes
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from engines.llm.status import BackendStatus
+
+
+_render_strip = Strip.render
+
+
+def _render_visible_strip(strip: Strip, console: Console) -> str:
+    if not has_controls(strip.text):
+        return _render_strip(strip, console)
+    # A picture takes a cell where its control took none: crop the line back to its laid-out width.
+    return _render_strip(Strip(map(visible_segment, strip)).crop(0, strip.cell_length), console)
+
+
+def show_control_characters() -> None:
+    """Show the control characters in the text of every line Textual sends to the terminal.
+
+    Textual drops only BEL, BS, VT, FF and CR, so an ESC in a critique, a model's reply or a
+    server's message would reach the terminal as a sequence (a window title, a cleared screen,
+    a clipboard write). Every line of every update is rendered by `Strip.render`, whatever
+    widget drew it, and its segments keep data text apart from Textual's own styling codes.
+    """
+    Strip.render = _render_visible_strip
+
 
 # What Home does not show is imported when first used: the palette's entries, the
 # help and glossary screens, and a debate opened from the command line.
@@ -48,6 +74,8 @@ class ArgtuiApp(App):
         debate: tuple[str, str, int | None] | None = None,
     ):
         super().__init__()
+        show_control_characters()
+        self.error_console = VisibleControlsConsole(markup=False, highlight=False, stderr=True)  # after exit
         self.services = runtime or Runtime()
         self.backend_name = self.services.config.profile(backend).name
         self.start_debate = debate  # (claim, side, level or None for the backend's): open the Debate screen on it

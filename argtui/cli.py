@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import ast
 import importlib
+import os
 import pkgutil
 import sys
 from dataclasses import dataclass
@@ -28,6 +29,11 @@ GROUPS = {
     "export": "export stored data",
     "agreement": "agreement tables between raters and judges",
 }
+
+
+# A command that runs another program sets this parser default to the name of the attribute that
+# gets the arguments it does not know (`argtui serve` → `vllm serve`); every other command rejects them.
+PASSTHROUGH_DEST = "passthrough_dest"
 
 
 @dataclass(frozen=True)
@@ -142,31 +148,57 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(argv)
     args, unknown = parser.parse_known_args(argv)
-    if unknown:  # argparse would name the top-level usage; the command's own is the helpful one
+    passthrough = getattr(args, PASSTHROUGH_DEST, None)
+    if passthrough:  # the command hands the arguments it does not know to the program it runs
+        if "--" in unknown:  # the separator ends argtui's options; the program is not given it
+            unknown.remove("--")
+        setattr(args, passthrough, unknown)
+    elif unknown:  # argparse would name the top-level usage; the command's own is the helpful one
         _innermost_parser(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
     # Imported only when a command runs: `argtui --help` and usage errors need none of it.
-    from rich.console import Console
     from rich.text import Text
 
     from argtui.config import Paths
     from argtui.logs import log_to_file
     from engines.errors import ArgtuiError
+    from engines.terminal_text import VisibleControlsConsole
     from store import StoreError
 
-    err_console = Console(stderr=True)
+    err_console = VisibleControlsConsole(stderr=True)
     try:
         log_to_file(Paths.resolve().data_dir)
         if args.command is None:
             from argtui.app import run_app
 
             return run_app(backend=args.backend)
-        return args.handler(args) or 0
+        code = args.handler(args) or 0
+        sys.stdout.flush()  # a reader that stopped early (`| head`) shows here, not in the flush at exit
+        return code
+    except BrokenPipeError:
+        return _reader_gone()
     except (ArgtuiError, StoreError) as exc:
         err_console.print(Text.assemble(("error: ", "bold red"), str(exc)), soft_wrap=True)
-        return 2
+        return 1
     except KeyboardInterrupt:
         err_console.print("interrupted; finished work is stored and a rerun resumes it")
         return 130
+
+
+def _reader_gone() -> int:
+    """The program reading the output stopped early (`argtui … | head`): stop quietly.
+
+    Python ignores SIGPIPE, so the write raised instead of ending the process; the stream is
+    pointed at /dev/null so that its flush at exit cannot raise again. The exit status is 1, as
+    rich's own handler gives for its consoles: one status whichever printer met the closed pipe.
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BrokenPipeError:
+            os.dup2(devnull, stream.fileno())
+    os.close(devnull)
+    return 1
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ it for isolation). Environment variables override the file:
 from __future__ import annotations
 
 import os
+import stat
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -124,6 +125,10 @@ class Config:
         tmp.replace(self.paths.config_file)
 
     def add_backend(self, profile: BackendProfile, make_default: bool = False) -> None:
+        if profile.name == ENV_PROFILE:
+            raise ConfigError(
+                f"the profile name {ENV_PROFILE!r} is the ARGTUI_BASE_URL one and is never saved; choose another"
+            )
         self.backends[profile.name] = profile
         if make_default:
             self.default_backend = profile.name
@@ -132,42 +137,99 @@ class Config:
 
 def load_config(paths: Paths | None = None) -> Config:
     paths = paths or Paths.resolve()
-    raw: dict = {}
-    if paths.config_file.exists():
-        try:
-            raw = tomllib.loads(paths.config_file.read_text(encoding="utf-8"))
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{paths.config_file}: invalid TOML: {exc}") from None
+    file = paths.config_file
+    raw = _read_toml(file)
     config = Config(paths=paths)
-    for name, table in (raw.get("backends") or {}).items():
+    for name, table in _table(file, raw, "backends", "a table of profiles, [backends.NAME]").items():
         if not isinstance(table, dict):
-            raise ConfigError(f"{paths.config_file}: [backends.{name}] must be a table")
+            raise ConfigError(f"{file}: backends.{name}: expected a table [backends.{name}], got {_toml_type(table)}")
+        if "name" in table:  # BackendProfile's own field: the key would clash with the table's name
+            raise ConfigError(f"{file}: [backends.{name}]: name: not a setting; a profile is named by its table")
         try:
             config.backends[name] = BackendProfile(name=name, **table)
         except ValidationError as exc:
-            raise ConfigError(f"{paths.config_file}: [backends.{name}]: {_problems(exc)}") from None
-    config.default_backend = raw.get("default_backend")
-    config.datasets = {str(k): str(v) for k, v in (raw.get("datasets") or {}).items()}
-    config.retrieval = _settings(paths, "retrieval", RetrievalSettings, raw)
-    config.debate = _settings(paths, "debate", DebateSettings, raw)
+            raise ConfigError(f"{file}: [backends.{name}]: {_problems(exc)}") from None
+    default_backend = raw.get("default_backend")
+    if default_backend is not None and not isinstance(default_backend, str):
+        raise ConfigError(
+            f"{file}: default_backend: expected a string (a profile name), got {_toml_type(default_backend)}"
+        )
+    config.default_backend = default_backend
+    for dataset, folder in _table(file, raw, "datasets", 'a table of folders, NAME = "PATH"').items():
+        if not isinstance(folder, str):
+            raise ConfigError(f"{file}: [datasets]: {dataset}: expected a string (a folder), got {_toml_type(folder)}")
+        config.datasets[dataset] = folder
+    config.retrieval = _settings(file, "retrieval", RetrievalSettings, raw)
+    config.debate = _settings(file, "debate", DebateSettings, raw)
     _apply_environment(config)
     if config.default_backend and config.default_backend != EMBEDDED_PROFILE:
         config.profile(config.default_backend)  # fail early on a dangling default
     return config
 
 
+def _read_toml(file: Path) -> dict:
+    """The config file's TOML; no file reads as an empty one."""
+    try:
+        kind = file.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):  # the data directory's check names a home that is a file
+        return {}
+    except OSError as exc:
+        raise ConfigError(f"{file}: cannot be read ({exc.strerror or exc})") from None
+    if not stat.S_ISREG(kind):  # reading a FIFO or a device would wait or never end
+        what = "a folder" if stat.S_ISDIR(kind) else "not a regular file"
+        raise ConfigError(f"{file}: is {what}; the config must be a TOML file")
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{file}: cannot be read ({exc.strerror or exc})") from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(
+            f"{file}, line {line}: not UTF-8 text (byte 0x{data[exc.start]:02x}); save it as UTF-8"
+        ) from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{file}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{file}: invalid TOML: arrays or tables nested too deeply") from None
+
+
+def _table(file: Path, raw: dict, name: str, expected: str) -> dict:
+    """The top-level table `name` of the file ({} when absent); anything else is an error naming it."""
+    table = raw.get(name, {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{file}: {name}: expected {expected}, got {_toml_type(table)}")
+    return table
+
+
+def _toml_type(value: object) -> str:
+    """What a TOML value is, in TOML's words."""
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, (int, float)):
+        return f"the number {value!r}"
+    if isinstance(value, str):
+        return f"the string {value[:40]!r}"
+    if isinstance(value, list):
+        return f"an array of {len(value)} values"
+    if isinstance(value, dict):
+        return "a table"
+    return f"the date/time {value}"
+
+
 SettingsT = TypeVar("SettingsT", bound=BaseModel)
 
 
-def _settings(paths: Paths, name: str, model: type[SettingsT], raw: dict) -> SettingsT:
+def _settings(file: Path, name: str, model: type[SettingsT], raw: dict) -> SettingsT:
     """The `[name]` table of the file as `model`; a missing table gives the defaults."""
-    table = raw.get(name) or {}
-    if not isinstance(table, dict):
-        raise ConfigError(f"{paths.config_file}: [{name}] must be a table")
+    table = _table(file, raw, name, f"a table [{name}]")
     try:
         return model(**table)
     except ValidationError as exc:
-        raise ConfigError(f"{paths.config_file}: [{name}]: {_problems(exc)}") from None
+        raise ConfigError(f"{file}: [{name}]: {_problems(exc)}") from None
 
 
 def _problems(exc: ValidationError) -> str:

@@ -15,6 +15,8 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from engines.terminal_text import VisibleControlsConsole
+
 
 class Counts(Protocol):
     """What the bar reads of a progress event."""
@@ -30,7 +32,7 @@ class Counts(Protocol):
 @contextmanager
 def batch_progress_bar(description: str, console: Console | None = None) -> Iterator[Callable[[Counts], None]]:
     """Yields an `on_progress` callback; the bar goes to stderr so stdout stays clean for --json."""
-    console = console or Console(stderr=True)
+    console = console or VisibleControlsConsole(stderr=True)
     with Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),

@@ -21,8 +21,9 @@ class OutputError(ArgtuiError):
     pass
 
 
-def write_text_file(path: Path, text: str, *, make_parents: bool = False) -> Path:
-    """Write `text` (UTF-8) to `path` atomically; `make_parents` creates missing folders."""
+def check_target(path: Path, *, make_parents: bool = False) -> Path:
+    """`path` (expanded) if `write_text_file` may write there, else an OutputError saying why:
+    called before long work too, so that a bad path fails before the work, not after it."""
     path = Path(path).expanduser()
     try:
         mode = os.lstat(path).st_mode
@@ -33,14 +34,20 @@ def write_text_file(path: Path, text: str, *, make_parents: bool = False) -> Pat
     if mode is not None and not stat.S_ISREG(mode):
         kind = "a folder" if stat.S_ISDIR(mode) else "a link" if stat.S_ISLNK(mode) else "not a regular file"
         raise OutputError(f"{path}: is {kind}; give the path of a file to write")
+    if not make_parents and not path.parent.is_dir():
+        raise OutputError(f"{path}: the folder {path.parent} does not exist")
+    return path
+
+
+def write_text_file(path: Path, text: str, *, make_parents: bool = False) -> Path:
+    """Write `text` (UTF-8) to `path` atomically; `make_parents` creates missing folders."""
+    path = check_target(path, make_parents=make_parents)
     parent = path.parent
     if make_parents:
         try:
             parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise OutputError(f"{parent}: cannot create the folder ({exc.strerror or exc})") from None
-    elif not parent.is_dir():
-        raise OutputError(f"{path}: the folder {parent} does not exist")
     try:
         handle, temporary = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.", suffix=".tmp")
     except OSError as exc:

@@ -8,12 +8,18 @@ critique is a revision and asks for a reason; the original rating stays. The sou
 hidden unless the rater reveals it, and the reveal is recorded. Leaving with values set
 but not confirmed asks first.
 
+Every write to the store runs off the UI thread (`asyncio.to_thread` in a worker), so a
+database that waits for a lock, or for a server, never freezes the keys. A write the store
+refuses (the disk is full, the database is locked or gone) leaves what was typed on screen
+with the reason, to confirm again with Enter.
+
 The screen lays out and wires: the values live in `screens.rating_state`, the panes'
 drawing in `screens.widgets.rubric`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 
 from rich.text import Text
@@ -25,6 +31,7 @@ from textual.widgets import Footer, Header, Static
 
 from engines.critiques.demo import DEMO_PATH
 from engines.critiques.files import import_critiques
+from engines.errors import ArgtuiError
 from screens.choice import Answer, ChoiceDialog
 from screens.modes import Mode
 from screens.rating_state import COARSE_STEP, FINE_STEP, Draft, RatingState
@@ -43,6 +50,7 @@ KEYS_HINT = (
     "p position · PgUp/PgDn scroll\n"
     "h history · u rater · esc back"
 )
+KEPT = "your rating is kept — press Enter to retry"
 
 
 class RatingScreen(Screen):
@@ -83,6 +91,7 @@ class RatingScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static(id="status")
+        yield Static(id="not-saved")
         with Horizontal(id="body"):
             with Vertical(id="reading"):
                 with VerticalScroll(id="position", can_focus=False):
@@ -104,7 +113,10 @@ class RatingScreen(Screen):
 
     def on_mount(self) -> None:
         self.sub_title = "Rating"
-        self.rater = self.rater or os.environ.get(RATER_ENV) or self.repo.last_active_rater()
+        try:
+            self.rater = self.rater or os.environ.get(RATER_ENV) or self.repo.last_active_rater()
+        except StoreError as exc:
+            self.notify(f"Cannot read the raters: {exc}", severity="error", timeout=30, markup=False)
         self.reload()
         if not self.rater:
             self.action_switch_rater()
@@ -114,12 +126,16 @@ class RatingScreen(Screen):
     # -------------------------------------------------------------- state
 
     def reload(self) -> None:
-        rater = self.rater
-        self.state.load(
-            self.repo.positions(),
-            {r.critique_id: r for r in self.repo.ratings(rater)} if rater else {},
-            self.repo.revealed_critique_ids(rater) if rater else set(),
-        )
+        """Read the positions and the rater's ratings again (reads never wait for a writer)."""
+        rater, repo = self.rater, self.repo
+        try:
+            self.state.load(
+                repo.positions(),
+                {r.critique_id: r for r in repo.ratings(rater)} if rater else {},
+                repo.revealed_critique_ids(rater) if rater else set(),
+            )
+        except StoreError as exc:
+            self.notify(f"Cannot read the critiques: {exc}", severity="error", timeout=30, markup=False)
         self.refresh_view()
 
     def go_to(self, critique_id: int) -> None:
@@ -143,6 +159,11 @@ class RatingScreen(Screen):
         for widget_id in ("#position", "#critiques", "#critique", "#side"):
             self.query_one(widget_id).display = not empty
         status = self.query_one("#status", Static)
+        problem = None if empty else state.not_saved.get(critique.id)
+        not_saved = self.query_one("#not-saved", Static)
+        not_saved.display = problem is not None
+        if problem is not None:
+            not_saved.update(Text.assemble(("Not saved: ", "bold"), problem, f"; {KEPT}."))
         if empty:
             status.update("")
             self.query_one("#rubric-text", Static).update("")
@@ -190,7 +211,10 @@ class RatingScreen(Screen):
         return bool(self.state.positions)
 
     def action_back(self) -> None:
-        """Leave; with values set but not confirmed, ask first."""
+        """Leave; with values set but not confirmed, ask first; with a rating on its way to the store, wait."""
+        if self.state.saving:
+            self.notify("A rating is being saved; leave once the store has it (or says why not).")
+            return
         unsaved = self.state.unsaved
         if not unsaved:
             self.app.pop_screen()
@@ -259,13 +283,17 @@ class RatingScreen(Screen):
         critique = self.state.critique
         if critique is None or critique.id in self.state.revealed or not self.rater:
             return
+        self.run_worker(self._reveal(critique, self.rater), group="store")
+
+    async def _reveal(self, critique: CritiqueView, rater: str) -> None:
         try:
-            self.repo.reveal_source(critique.id, self.rater)
+            await asyncio.to_thread(self.repo.reveal_source, critique.id, rater)
         except StoreError as exc:
             self.notify(f"Source not revealed: {exc}", severity="error", timeout=30, markup=False)
             return
-        self.state.revealed.add(critique.id)
-        self.refresh_view()
+        if rater == self.rater:
+            self.state.revealed.add(critique.id)
+            self.refresh_view()
 
     def action_confirm(self) -> None:
         critique = self.state.critique
@@ -277,38 +305,54 @@ class RatingScreen(Screen):
             self.state.dimension = DIMENSIONS.index(draft.missing[0])
             self.refresh_view()
             return
+        if critique.id in self.state.saving:
+            self.notify(f"{critique.uid} is being saved; a moment.")
+            return
         current = self.state.current.get(critique.id)
         if current is None:
-            self.commit(critique, draft)
+            self.commit(critique)
         elif not draft.changed:
             self.notify("Already confirmed; change a value or the note to revise it.")
         else:
-            self.app.push_screen(
-                TextPrompt(f"Why do you revise your rating of {critique.uid}? (kept with the revision)"),
-                lambda reason: self.commit(critique, draft, current, reason) if reason else None,
+            self.app.push_screen(  # a reason typed for a revision that was not saved is offered again
+                TextPrompt(f"Why do you revise your rating of {critique.uid}? (kept with the revision)",
+                           self.state.reasons.get(critique.id, "")),
+                lambda reason: self.commit(critique, current, reason) if reason else None,
             )
 
-    def commit(
-        self, critique: CritiqueView, draft: Draft, revises: RatingView | None = None, reason: str | None = None
-    ) -> RatingView | None:
-        """Store the rating in its own transaction, committed before this returns. If the store
-        refuses it (locked too long, or a rule), the draft stays on screen to confirm again."""
+    def commit(self, critique: CritiqueView, revises: RatingView | None = None, reason: str | None = None) -> None:
+        """Send the rating to the store, off the UI thread, in its own transaction."""
+        sent = self.state.saving_started(critique.id)
+        self.run_worker(self._save(critique, self.rater, sent, revises, reason), group="store")
+
+    async def _save(
+        self, critique: CritiqueView, rater: str, sent: Draft, revises: RatingView | None, reason: str | None
+    ) -> None:
+        """Committed when the store returns. If it refuses the rating (locked too long, the disk
+        full, the server gone, or a rule), the values stay on screen with why, to confirm again."""
         try:
-            rating = self.repo.add_rating(
-                critique.id, self.rater, draft.values, note=draft.note,
+            rating = await asyncio.to_thread(
+                self.repo.add_rating, critique.id, rater, sent.values, note=sent.note,
                 revises_id=revises.id if revises else None, reason=reason,
                 source_seen=critique.id in self.state.revealed,
             )
         except StoreError as exc:
-            draft.changed = True
-            self.notify(f"Not saved: {exc}. Your values are kept; press Enter to try again.",
-                        title="Rating not saved", severity="error", timeout=30, markup=False)
+            if rater != self.rater:  # another rater took over meanwhile: the drafts are gone with theirs
+                self.state.saving.discard(critique.id)
+                self.notify(f"{rater}'s rating of {critique.uid} was not saved: {exc}", severity="error",
+                            timeout=30, markup=False)
+                return
+            self.state.refused(critique.id, str(exc), reason)
+            self.notify(f"Not saved: {exc}; {KEPT}.", title="Rating not saved", severity="error", timeout=30,
+                        markup=False)
             self.refresh_view()
-            return None
-        self.state.saved(critique.id, rating)
+            return
+        if rater != self.rater:
+            self.state.saving.discard(critique.id)
+            return
+        self.state.saved(critique.id, rating, sent)
         self.notify(f"{'Revised' if revises else 'Saved'} {critique.uid} (overall {rating.values['overall']:.2f}).", markup=False)
         self.refresh_view()
-        return rating
 
     def action_note(self) -> None:
         critique = self.state.critique
@@ -324,28 +368,49 @@ class RatingScreen(Screen):
 
     def action_history(self) -> None:
         critique = self.state.critique
-        if critique is not None and self.rater:
-            self.app.push_screen(HistoryView(self.repo.history(critique.id, self.rater)))
+        if critique is None or not self.rater:
+            return
+        try:
+            history = self.repo.history(critique.id, self.rater)
+        except StoreError as exc:
+            self.notify(f"Cannot read the history: {exc}", severity="error", timeout=30, markup=False)
+            return
+        self.app.push_screen(HistoryView(history))
 
-    def action_switch_rater(self) -> None:
-        def use(name: str | None) -> None:
-            if not name:
-                if not self.rater:
-                    self.app.pop_screen()
-                return
-            self.rater = name
-            self.repo.ensure_rater(name, active=True)
-            self.state.forget_drafts()
-            self.reload()
-            self.action_next_unrated(quiet=True, include_focused=True)
+    def action_switch_rater(self, name: str = "", problem: str | None = None) -> None:
+        """Ask for the rater's name (again with the name typed and why, after the store refused it)."""
+        question = "Your rater name (ratings are stored under it):"
+        if problem:
+            question = f"Not saved: {problem}; the name is kept — press Enter to retry.\n{question}"
 
-        self.app.push_screen(
-            TextPrompt("Your rater name (ratings are stored under it):", self.rater or "", placeholder="e.g. alice"),
-            use,
-        )
+        def use(answer: str | None) -> None:
+            if answer:
+                self.run_worker(self._store_rater(answer), group="store")
+            elif not self.rater:
+                self.app.pop_screen()
+
+        self.app.push_screen(TextPrompt(question, name or self.rater or "", placeholder="e.g. alice"), use)
+
+    async def _store_rater(self, name: str) -> None:
+        try:
+            await asyncio.to_thread(self.repo.ensure_rater, name, active=True)
+        except StoreError as exc:
+            self.action_switch_rater(name, str(exc))
+            return
+        self.rater = name
+        self.state.forget_drafts()
+        self.reload()
+        self.action_next_unrated(quiet=True, include_focused=True)
 
     def action_import_demo(self) -> None:
-        counts = import_critiques(self.repo, DEMO_PATH)
+        self.run_worker(self._import_demo(), group="import", exclusive=True)
+
+    async def _import_demo(self) -> None:
+        try:
+            counts = await asyncio.to_thread(import_critiques, self.repo, DEMO_PATH)
+        except (StoreError, ArgtuiError) as exc:
+            self.notify(f"The demo set was not imported: {exc}", severity="error", timeout=30, markup=False)
+            return
         self.notify(f"Imported the demo set: {counts.critiques} critiques of {counts.positions} positions.")
         self.reload()
         self.action_next_unrated(quiet=True, include_focused=True)

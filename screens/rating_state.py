@@ -1,5 +1,6 @@
 """What the Rating screen holds, without Textual: the positions and critiques, the rater's
-confirmed ratings and unconfirmed drafts, the selected critique and dimension, and undo.
+confirmed ratings and unconfirmed drafts, the selected critique and dimension, undo, and
+the ratings being saved or that the store refused (kept, with why, to confirm again).
 
 Digits set tenths, arrows step; a yes/no dimension (single issue) takes 0 or 1 only.
 """
@@ -48,6 +49,13 @@ class Draft:
     def missing(self) -> list[str]:
         return [name for name in DIMENSIONS if self.values[name] is None]
 
+    def copy(self) -> Draft:
+        return Draft(dict(self.values), self.note, self.changed)
+
+    def says_as(self, other: Draft) -> bool:
+        """Whether both set the same values and note."""
+        return self.values == other.values and self.note == other.note
+
 
 @dataclass(frozen=True)
 class Edit:
@@ -72,6 +80,9 @@ class RatingState:
     critique_index: int = 0
     dimension: int = 0  # index into DIMENSIONS
     edits: list[Edit] = field(default_factory=list)
+    saving: set[int] = field(default_factory=set)  # critique ids whose rating is on its way to the store
+    not_saved: dict[int, str] = field(default_factory=dict)  # critique id → why the store refused its rating
+    reasons: dict[int, str] = field(default_factory=dict)  # critique id → the reason of a revision not saved
 
     def load(self, positions: list[PositionView], current: dict[int, RatingView], revealed: set[int]) -> None:
         self.positions, self.current, self.revealed = positions, current, revealed
@@ -82,6 +93,8 @@ class RatingState:
         """Another rater: nothing set so far is theirs."""
         self.drafts.clear()
         self.edits.clear()
+        self.not_saved.clear()
+        self.reasons.clear()
 
     # ------------------------------------------------------------------ where
 
@@ -195,11 +208,33 @@ class RatingState:
 
     # ------------------------------------------------------------------ saved and unsaved
 
-    def saved(self, critique_id: int, rating: RatingView) -> None:
-        """The store has the rating: the draft starts again from it, and its edits can no longer be undone."""
+    def saving_started(self, critique_id: int) -> Draft:
+        """A rating goes to the store: what it says, as sent."""
+        self.saving.add(critique_id)
+        return self.drafts[critique_id].copy()
+
+    def saved(self, critique_id: int, rating: RatingView, sent: Draft | None = None) -> None:
+        """The store has the rating: the draft starts again from it, and its edits can no longer be undone.
+        Values changed while it was being saved (`sent` is what was sent) stay as a draft to confirm."""
+        self.saving.discard(critique_id)
+        self.not_saved.pop(critique_id, None)
+        self.reasons.pop(critique_id, None)
         self.current[critique_id] = rating
+        draft = self.drafts.get(critique_id)
+        if sent is not None and draft is not None and not draft.says_as(sent):
+            return
         self.drafts[critique_id] = Draft.from_rating(rating)
         self.edits = [edit for edit in self.edits if edit.critique_id != critique_id]
+
+    def refused(self, critique_id: int, problem: str, reason: str | None = None) -> None:
+        """The store did not take the rating: its values stay set, with why, to confirm again."""
+        self.saving.discard(critique_id)
+        self.not_saved[critique_id] = problem
+        if reason:
+            self.reasons[critique_id] = reason
+        draft = self.drafts.get(critique_id)
+        if draft is not None:
+            draft.changed = True
 
     @property
     def unsaved(self) -> list[CritiqueView]:

@@ -42,8 +42,8 @@ class RunsScreen(Screen):
         for run in RunRepository(services(self).db).list():
             share = f"{run.done}/{run.total}" + (f" ({run.done / run.total:.0%})" if run.total else "")
             table.add_row(
-                str(run.id), Text(run.task or run.kind), Text(run.judge or run.name), run.state.value, share,
-                str(run.invalid), run.updated_at.strftime("%Y-%m-%d %H:%M"), Text(run.error or ""),
+                str(run.id), Text(run.task or run.kind), Text(run.judge or run.name), run.shown_state.value, share,
+                str(run.invalid), run.updated_at.strftime("%Y-%m-%d %H:%M"), Text(run.cause or ""),
             )
         if not table.row_count:
             self.query_one("#runs-hint", Static).update(

@@ -6,12 +6,15 @@ each (critique, rater) has at most one first rating and a linear chain of
 revisions (unique indexes enforce both, also across processes). Every write
 below is its own transaction, so a confirmed rating is on disk when the call
 returns (WAL, synchronous=NORMAL: it survives the process being killed). An
-import is staged in short transactions and published in one (`import_items`).
+import is staged in short transactions and published in one (`import_items`);
+its staged rows are deleted whatever the outcome, or, when even that fails (a full
+disk takes no deletion either, a dead server none at all), by the next import.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -23,7 +26,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import aliased
 from sqlmodel import Field, Session, SQLModel, select
 
-from store.db import Database, StoreError
+from store.db import Database, StoreError, insert_missing
+from store.holders import Holder
 from store.judgments import judge_name, upsert
 from store.migrations import has_tables, judge_options_before_v4, judgments_from_v1, v1_time, v1_usage
 
@@ -39,7 +43,9 @@ DIMENSIONS = (
 HUMAN, JUDGE = "human", "judge"
 RatingVersion = Literal["current", "first", "all"]
 IMPORT_BATCH_ROWS = 500  # staged rows per transaction: each holds the write lock for milliseconds
-ABANDONED_IMPORT_AGE = timedelta(days=1)  # staged rows this old belong to an import whose process died
+ABANDONED_IMPORT_AGE = timedelta(days=1)  # staged rows this old, of another host's import, belong to a dead process
+log = logging.getLogger("argtui.store")
+_IMPORTING: set[str] = set()  # ids of the imports this process is running now
 
 
 def _now() -> datetime:
@@ -145,6 +151,8 @@ class CritiqueImport(SQLModel, table=True):
 
     id: str = Field(primary_key=True)
     started_at: datetime = Field(default_factory=_now)
+    host: str = Field(default="", description="the host of the importing process")
+    pid: int | None = Field(default=None, description="the importing process")
 
 
 class StagedPosition(SQLModel, table=True):
@@ -404,13 +412,23 @@ class CritiqueRepository:
         plan = self._plan_import(list(positions), list(critiques), list(ratings))
         import_id = uuid.uuid4().hex
         self._discard_abandoned_imports()
-        with self._db.session() as session:
-            session.add(CritiqueImport(id=import_id))
+        holder = Holder.this_process()
+        _IMPORTING.add(import_id)
         try:
+            with self._db.session() as session:
+                session.add(CritiqueImport(id=import_id, host=holder.host, pid=holder.pid))
             self._stage(import_id, plan)
             self._publish(import_id, plan)
+        except StoreError as exc:
+            if not self._discard_staged(import_id):
+                raise StoreError(f"{exc}; the import's staged rows are removed by the next import") from exc
+            raise
+        except BaseException:
+            self._discard_staged(import_id)
+            raise
         finally:
-            self._discard_import(import_id)
+            _IMPORTING.discard(import_id)
+        self._discard_staged(import_id)
         return plan.counts
 
     def _plan_import(
@@ -555,8 +573,7 @@ class CritiqueRepository:
                     dict(name=name, kind=kind, details_json="{}", created_at=_now())
                     for name, kind in plan.raters if name not in stored_raters
                 ]
-                if new_raters:
-                    conn.execute(insert(rater), new_raters)
+                insert_missing(conn, rater, new_raters, ["name"])  # a rater may appear meanwhile
                 for table, names, rows, expected in steps:
                     written = len(conn.execute(insert(table).from_select(names, rows).returning(table.c.id)).all())
                     if written != expected:
@@ -579,14 +596,30 @@ class CritiqueRepository:
         with self._db.connection() as conn:
             conn.execute(delete(CritiqueImport.__table__).where(CritiqueImport.__table__.c.id == import_id))
 
-    def _discard_abandoned_imports(self) -> None:
-        """Staged rows of imports whose process died (started long ago and never finished)."""
-        with self._db.read() as session:
-            abandoned = session.exec(
-                select(CritiqueImport.id).where(CritiqueImport.started_at < _now() - ABANDONED_IMPORT_AGE)
-            ).all()
-        for import_id in abandoned:
+    def _discard_staged(self, import_id: str) -> bool:
+        """Delete the import's staged rows; whether that worked. A failure is logged, not raised,
+        so it never hides what happened to the import itself."""
+        try:
             self._discard_import(import_id)
+        except StoreError as exc:
+            log.warning("import %s: its staged rows stay until the next import: %s", import_id, exc)
+            return False
+        return True
+
+    def _discard_abandoned_imports(self) -> None:
+        """Staged rows of imports that no process runs: one of this process that ended, one whose
+        process is gone from this host, or one (of another host) started long ago."""
+        this = Holder.this_process()
+        with self._db.read() as session:
+            imports = session.exec(select(CritiqueImport)).all()
+        for row in imports:
+            holder = Holder(row.host, row.pid) if row.pid is not None else None
+            if (
+                (holder == this and row.id not in _IMPORTING)
+                or (holder is not None and holder.gone)
+                or _as_utc(row.started_at) < _now() - ABANDONED_IMPORT_AGE
+            ):
+                self._discard_import(row.id)
 
     # -------------------------------------------------------------- rating
 
@@ -739,9 +772,11 @@ class CritiqueRepository:
             raise CritiqueError("rater", name, "rater", "a rater needs a name")
         row = session.exec(select(Rater).where(Rater.name == name)).first()
         if row is None:
-            row = Rater(name=name, kind=kind, details_json=json.dumps(details or {}, sort_keys=True))
-            session.add(row)
-            session.flush()
+            # Insert-or-get: another process may create the same rater at this moment.
+            insert_missing(session.connection(), Rater.__table__, [dict(
+                name=name, kind=kind, details_json=json.dumps(details or {}, sort_keys=True), created_at=_now(),
+            )], ["name"])
+            row = session.exec(select(Rater).where(Rater.name == name)).one()
         return row
 
     def _critique_ids(self, table: type[CritiqueRating] | type[SourceReveal], rater: str) -> set[int]:

@@ -10,7 +10,15 @@ so, and nothing of it is stored. Readers never wait: WAL lets them read while
 one process writes.
 
 PostgreSQL (`postgresql://…`): the same tables through psycopg 3; its row
-locks make concurrent writers wait, never fail.
+locks make concurrent writers wait, never fail. Every wait is bounded: a
+server that does not answer by `CONNECT_TIMEOUT_S` (connect_timeout), a lock
+held longer than `LOCK_WAIT_S` (lock_timeout) and a statement running longer
+than `STATEMENT_TIMEOUT_S` (statement_timeout) end the transaction.
+
+Whatever the database cannot do (the disk is full, the server is gone, a lock
+or a statement outlasted its bound) reaches the caller as one StoreError that
+names the database, what happened and the bound that applied; the transaction
+is rolled back, so nothing of it is stored.
 """
 
 from __future__ import annotations
@@ -25,8 +33,8 @@ from typing import Any, Iterator, Sequence
 
 from sqlalchemy import Table, event
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import Connection, Engine, make_url
-from sqlalchemy.exc import DatabaseError, OperationalError
+from sqlalchemy.engine import Connection, Engine, ExceptionContext, make_url
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlmodel import Session, SQLModel, create_engine
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_random_exponential
 
@@ -35,23 +43,50 @@ from store.migrations import SCHEMA_VERSION, migrate, read_schema_version, write
 
 # SQLite's own wait for the write lock, per attempt; the attempts together wait at most LOCK_WAIT_S.
 BUSY_TIMEOUT_MS = 5_000
-LOCK_WAIT_S = 15.0
+LOCK_WAIT_S = 15.0  # also PostgreSQL's lock_timeout
+CONNECT_TIMEOUT_S = 10  # PostgreSQL: a server that accepts and never answers fails the connection after this
+STATEMENT_TIMEOUT_S = 120  # PostgreSQL: the longest statement (publishing a large import) takes seconds
 _WRITE = "argtui_write"  # the execution option that marks a write transaction
 _INIT_LOCK_KEY = 7_401_337  # PostgreSQL advisory lock: one process creates or upgrades the schema
 
 
 class StoreError(Exception):
-    """The database cannot be opened, is from a newer argtui, or stayed locked too long."""
+    """The database cannot be opened, is from a newer argtui, or could not do what was asked (it
+    stayed locked too long, its disk is full, its server is gone); the message says which."""
 
 
-def _problem(exc: DatabaseError) -> str:
-    """What is wrong with a database file, in the words a user can act on."""
-    detail = str(exc.orig) if exc.orig is not None else str(exc)
+def _problem(exc: DBAPIError, *, write: bool = False) -> str:
+    """What is wrong with the database, in the words a user can act on, naming the bound that applied."""
+    text = str(exc.orig) if exc.orig is not None else str(exc)
+    detail = "; ".join(" ".join(line.split()) for line in text.splitlines() if line.strip())
+    lowered = detail.lower()
+    not_saved = "; nothing was saved, try again" if write else ""
     if "not a database" in detail or "malformed" in detail:
         return f"not an argtui database, or damaged ({detail}); move it away to start a new one"
     if "readonly" in detail or "unable to open" in detail:
         return f"cannot be written ({detail}); check its permissions and its folder's"
-    return detail.strip()
+    if "disk is full" in lowered or "no space left" in lowered:
+        return f"the disk is full ({detail}); nothing was saved: free some space, then try again"
+    if "locked" in lowered:
+        return (f"the database is locked by another program (SQLite's busy wait, {BUSY_TIMEOUT_MS / 1000:g} s)"
+                f"{not_saved}")
+    if "lock timeout" in lowered:
+        return f"the database is locked by another program (PostgreSQL's lock_timeout, {LOCK_WAIT_S:g} s){not_saved}"
+    if "statement timeout" in lowered:
+        return (f"a statement outlasted PostgreSQL's statement_timeout ({STATEMENT_TIMEOUT_S} s) and was cancelled"
+                f"{not_saved}")
+    if "timeout expired" in lowered:
+        return (f"the server did not answer within connect_timeout ({CONNECT_TIMEOUT_S} s); "
+                f"check that PostgreSQL runs at this address{not_saved}")
+    if exc.connection_invalidated or any(word in lowered for word in _UNREACHABLE):
+        return f"the database server cannot be reached or closed the connection ({detail}){not_saved}"
+    return detail + not_saved
+
+
+# What psycopg says when there is no server, or when it went away mid-transaction.
+_UNREACHABLE = ("connection failed", "could not connect", "connection refused", "server closed",
+                "terminating connection", "connection is closed", "connection is lost", "consuming input failed",
+                "could not receive data")
 
 
 def _register_tables() -> None:
@@ -94,8 +129,8 @@ def _begin_sqlite(conn: Connection) -> None:
         if not _locked(exc):
             raise
         raise StoreError(
-            f"{conn.engine.url.database}: another process kept the database locked for over "
-            f"{LOCK_WAIT_S:g} s; nothing was saved, try again"
+            f"{conn.engine.url.database}: the database is locked by another program (SQLite's busy wait ended): "
+            f"it kept the database locked for over {LOCK_WAIT_S:g} s; nothing was saved, try again"
         ) from None
 
 
@@ -106,6 +141,15 @@ def upsert_rows(
     if not rows:
         return
     conn.execute(_upsert_statement(conn.dialect.name, table, tuple(keys), tuple(replaced)), list(rows))
+
+
+def insert_missing(conn: Connection, table: Table, rows: Sequence[dict[str, Any]], keys: Sequence[str]) -> None:
+    """Insert the rows whose `keys` are not stored yet, another writer's concurrent ones included:
+    where two processes insert the same key at once, one inserts and the other skips, neither fails."""
+    if not rows:
+        return
+    dialect = sqlite if conn.dialect.name == "sqlite" else postgresql
+    conn.execute(dialect.insert(table).on_conflict_do_nothing(index_elements=list(keys)), list(rows))
 
 
 @functools.cache
@@ -154,8 +198,15 @@ class Database:
             event.listen(self.engine, "begin", _begin_sqlite)
         else:
             # Times are stored without a zone, in UTC, as on SQLite.
-            self.engine = create_engine(url, pool_pre_ping=True, connect_args={"options": "-c timezone=UTC"})
-        self.location = str(self.path) if self.path else self.engine.url.render_as_string(hide_password=True)
+            options = (f"-c timezone=UTC -c lock_timeout={int(LOCK_WAIT_S * 1000)} "
+                       f"-c statement_timeout={STATEMENT_TIMEOUT_S * 1000}")
+            self.engine = create_engine(
+                url, pool_pre_ping=True, connect_args={"options": options, "connect_timeout": CONNECT_TIMEOUT_S},
+            )
+        self.location = str(self.path) if self.path else (
+            self.engine.url.set(drivername=self.engine.url.get_backend_name()).render_as_string(hide_password=True)
+        )
+        event.listen(self.engine, "handle_error", self._store_error)
         self._writer = self.engine.execution_options(**{_WRITE: True})
         # A read session sees one snapshot, so rows another process commits between its
         # statements (an import publishing positions, then their critiques) never half-appear.
@@ -164,12 +215,22 @@ class Database:
         _register_tables()
         try:
             self._initialise()
-        except DatabaseError as exc:
+        except DBAPIError as exc:
             self.engine.dispose()
             raise StoreError(f"{self.location}: {_problem(exc)}") from None
         except BaseException:
             self.engine.dispose()
             raise
+
+    def _store_error(self, context: ExceptionContext) -> None:
+        """What the database could not do becomes a StoreError; rule violations and bugs stay as they are."""
+        exc = context.sqlalchemy_exception
+        if context.is_pre_ping or not isinstance(exc, (OperationalError, InterfaceError)):
+            return
+        if context.statement == "BEGIN IMMEDIATE" and _locked(exc):
+            return  # `_begin_sqlite` waits for the lock
+        write = context.connection is not None and bool(context.connection.get_execution_options().get(_WRITE))
+        raise StoreError(f"{self.location}: {_problem(exc, write=write)}") from exc
 
     @property
     def dialect(self) -> str:
@@ -180,6 +241,7 @@ class Database:
         if self.dialect == "postgresql":
             # Schema DDL is transactional here: create and upgrade in one locked transaction.
             with self.engine.begin() as conn:
+                conn.exec_driver_sql("SET LOCAL statement_timeout = 0")  # an upgrade of a large database may take long
                 conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_INIT_LOCK_KEY})")
                 version = self._checked_version(conn)
                 SQLModel.metadata.create_all(conn)

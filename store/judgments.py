@@ -3,7 +3,9 @@
 The store does not know the engine's types: a verdict arrives as the plain
 JSON object of the engine's `Verdict` and goes back the same way (the engine
 validates it on the way out). `valid` mirrors the verdict so counts need no
-JSON parsing. Saving a judgment again replaces it (an upsert).
+JSON parsing. Saving a judgment again replaces it (an upsert). A long text in a
+verdict (the raw answer of a runaway model) is kept once in `stored_text`, shared
+with the cached answer it was made of (`store.texts`).
 """
 
 from __future__ import annotations
@@ -14,11 +16,12 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Iterable, Sequence
 
-from sqlalchemy import JSON, Column, UniqueConstraint, case, func
+from sqlalchemy import JSON, Column, Text, UniqueConstraint, case, cast, func
 from sqlalchemy.engine import Connection
 from sqlmodel import Field, SQLModel, select
 
 from store.db import Database, upsert_rows
+from store.texts import decoded, shrink, store_texts
 
 
 def _now() -> datetime:
@@ -47,7 +50,11 @@ _REPLACED = ("reference", "valid", "verdict", "run_id", "created_at")
 
 def upsert(conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
     """Write judgment rows (dicts of the table's columns), replacing the same (task, judge, item)."""
+    texts: dict[str, str] = {}
+    rows = [{**row, "verdict": shrink(row["verdict"], texts)} for row in rows]
+    store_texts(conn, texts)
     upsert_rows(conn, Judgment.__table__, rows, ("task", "judge", "item"), _REPLACED)
+
 
 
 class Judgment(SQLModel, table=True):
@@ -88,6 +95,10 @@ class NewJudgment:
     reference: str | None = None
 
 
+# The verdict as its JSON text: decoded by `store.texts.decoded`, which puts long texts back.
+_VERDICT_JSON = cast(Judgment.verdict, Text)
+
+
 class JudgmentRepository:
     def __init__(self, db: Database):
         self._db = db
@@ -114,12 +125,16 @@ class JudgmentRepository:
         """item key -> verdict JSON, for all of the judge's items or the ones asked for."""
         wanted = None if items is None else set(items)
         with self._db.read() as session:
-            rows = session.exec(
-                select(Judgment.item, Judgment.verdict)
-                .where(Judgment.task == task, Judgment.judge == judge)
-                .order_by(Judgment.id)
-            )
-            return {item: verdict for item, verdict in rows if wanted is None or item in wanted}
+            rows = [
+                (item, verdict) for item, verdict in session.exec(
+                    select(Judgment.item, _VERDICT_JSON)
+                    .where(Judgment.task == task, Judgment.judge == judge)
+                    .order_by(Judgment.id)
+                )
+                if wanted is None or item in wanted
+            ]
+            verdicts = decoded(session.connection(), [verdict for _, verdict in rows])
+        return {item: verdict for (item, _), verdict in zip(rows, verdicts)}
 
     def judges(self, task: str) -> list[JudgeRow]:
         """Every judge with stored judgments of the task, most judgments first."""
@@ -139,11 +154,12 @@ class JudgmentRepository:
         """(item, reference, verdict JSON) of the judge's items that have a reference."""
         with self._db.read() as session:
             rows = session.exec(
-                select(Judgment.item, Judgment.reference, Judgment.verdict)
+                select(Judgment.item, Judgment.reference, _VERDICT_JSON)
                 .where(Judgment.task == task, Judgment.judge == judge, Judgment.reference.is_not(None))  # type: ignore[union-attr]
                 .order_by(Judgment.id)
-            )
-            return [tuple(row) for row in rows]
+            ).all()
+            verdicts = decoded(session.connection(), [verdict for _, _, verdict in rows])
+        return [(item, reference, verdict) for (item, reference, _), verdict in zip(rows, verdicts)]
 
     def tasks(self) -> list[str]:
         with self._db.read() as session:

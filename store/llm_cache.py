@@ -3,7 +3,8 @@
 Writes go through a write-behind buffer (`store/write_behind.py`): answers
 arrive hundreds a second in batch judging, so a process killed with kill -9
 loses at most the last `FLUSH_INTERVAL_S` of them, and a rerun asks the server
-again for only those.
+again for only those. A long answer's text is kept in `stored_text` (`store.texts`),
+where the judgment made of it finds the same text and stores nothing more.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from sqlalchemy import bindparam, select
 from sqlmodel import Field, SQLModel
 
 from store.db import Database, upsert_rows
+from store.texts import LONG_TEXT_CHARS, decoded, shrink, store_texts
 from store.write_behind import FLUSH_INTERVAL_S, WriteBehind
 
 __all__ = ["FLUSH_INTERVAL_S", "LLMCacheEntry", "ResponseCache"]
@@ -46,20 +48,26 @@ class ResponseCache:
     def get(self, key: str) -> dict | None:
         row = self._pending.get(key)
         if row is not None:
-            return json.loads(row["response_json"])
+            return row["response"]
         with self._engine.connect() as conn:
             stored = conn.execute(self._select, {"key": key}).first()
-        return json.loads(stored[0]) if stored else None
+            return decoded(conn, [stored[0]])[0] if stored else None
 
     def put(self, key: str, model: str, response: dict) -> None:
-        self._pending.put(key, dict(
-            key=key, model=model, response_json=json.dumps(response, separators=(",", ":")),
-            created_at=datetime.now(timezone.utc),
-        ))
+        self._pending.put(key, dict(key=key, model=model, response=response, created_at=datetime.now(timezone.utc)))
 
     def _write(self, rows: list[dict]) -> None:
+        texts: dict[str, str] = {}
+        stored = []
+        for row in rows:
+            response = row["response"]
+            encoded = json.dumps(response, separators=(",", ":"))
+            if len(encoded) >= LONG_TEXT_CHARS:  # it may hold a long text: keep that once, in stored_text
+                encoded = json.dumps(shrink(response, texts), separators=(",", ":"))
+            stored.append(dict(key=row["key"], model=row["model"], response_json=encoded, created_at=row["created_at"]))
         with self._db.connection() as conn:
-            upsert_rows(conn, self._table, rows, ("key",), ("model", "response_json", "created_at"))
+            store_texts(conn, texts)
+            upsert_rows(conn, self._table, stored, ("key",), ("model", "response_json", "created_at"))
 
     @property
     def unflushed(self) -> int:

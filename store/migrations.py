@@ -20,7 +20,7 @@ from typing import Callable
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 _VERSION_TABLE = "argtui_schema"
 
 
@@ -122,12 +122,23 @@ def _v3_to_v4(conn: Connection) -> None:
             conn.execute(text(f"UPDATE {table} SET judge = :new WHERE task = :task AND judge = :old"), renamed)
 
 
+def _v4_to_v5(conn: Connection) -> None:
+    """Runs and imports name the process that holds them (and runs its heartbeat), so a killed
+    one shows as such; long texts in judgments and cached answers may be references into
+    `stored_text` (new: create_all), which an older argtui would not follow."""
+    for column, declaration in (("host", "VARCHAR NOT NULL DEFAULT ''"), ("pid", "INTEGER"),
+                                ("heartbeat_at", "TIMESTAMP")):
+        _add_column(conn, "batch_run", column, declaration)
+    _add_column(conn, "critique_import", "host", "VARCHAR NOT NULL DEFAULT ''")
+    _add_column(conn, "critique_import", "pid", "INTEGER")
+
+
 def _add_column(conn: Connection, table: str, column: str, declaration: str) -> None:
     if column not in {info["name"] for info in inspect(conn).get_columns(table)}:
         conn.exec_driver_sql(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
 
 
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5}
 
 
 def migrate(conn: Connection, from_version: int) -> None:

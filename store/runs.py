@@ -1,4 +1,13 @@
-"""Batch runs: what a long job is, how far it got, and with which configuration."""
+"""Batch runs: what a long job is, how far it got, and with which configuration.
+
+A running run names the process that runs it (host and pid) and carries its heartbeat,
+which that process renews every `HEARTBEAT_S`. A process killed with kill -9, or one that
+lost its database, cannot record that it stopped: the next listing or start sees that its
+process is gone (on this host, at once) or that its heartbeat is older than `LEASE_S` (on
+another host, or when the pid now belongs to another process) and shows the run as
+interrupted. A heartbeat alone would also catch the first case, but a minute late; the
+pid alone would miss runs of other hosts sharing a PostgreSQL database.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +15,32 @@ import json
 from datetime import datetime, timezone
 from enum import Enum
 
+from sqlalchemy import update
 from sqlmodel import Field, SQLModel, select
 
 from store.db import Database
+from store.holders import Holder
+
+HEARTBEAT_S = 5.0  # how often a running process renews its run's heartbeat
+LEASE_S = 60.0  # a heartbeat older than this: the process is gone (a renewal may wait out a 15 s lock)
 
 
 def _now() -> datetime:
     return datetime.now(timezone.utc)
+
+
+def _as_utc(moment: datetime) -> datetime:
+    # SQLite keeps no zone; everything is written in UTC.
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def _age(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    for unit, size in (("day", 86_400), ("h", 3_600), ("min", 60)):
+        if seconds >= size:
+            count = seconds // size
+            return f"{count} {unit}{'s' if unit == 'day' and count > 1 else ''}"
+    return f"{seconds} s"
 
 
 class RunState(str, Enum):
@@ -21,6 +49,7 @@ class RunState(str, Enum):
     PAUSED = "paused"
     DONE = "done"
     FAILED = "failed"
+    INTERRUPTED = "interrupted"  # never stored: a RUNNING run whose process is gone (`BatchRun.shown_state`)
 
 
 class BatchRun(SQLModel, table=True):
@@ -39,10 +68,37 @@ class BatchRun(SQLModel, table=True):
     error: str | None = None
     created_at: datetime = Field(default_factory=_now)
     updated_at: datetime = Field(default_factory=_now)
+    host: str = Field(default="", description="the host of the process that runs (or last ran) it")
+    pid: int | None = Field(default=None, description="that process's id")
+    heartbeat_at: datetime | None = Field(default=None, description="when that process last said it runs it")
 
     @property
     def config(self) -> dict:
         return json.loads(self.config_json)
+
+    def interruption(self, now: datetime | None = None) -> str | None:
+        """Why a run stored as running has no process any more, or None while one may still run it."""
+        if self.state != RunState.RUNNING:
+            return None
+        age = ((now or _now()) - _as_utc(self.heartbeat_at or self.updated_at)).total_seconds()
+        holder = Holder(self.host, self.pid) if self.pid is not None else None
+        if holder is not None and holder.gone:
+            why = f"its process ({holder}) is gone"
+        elif age > LEASE_S:
+            why = f"its process ({holder or 'unknown'}) stopped renewing its heartbeat"
+        else:
+            return None
+        return f"interrupted: {why}, last heartbeat {_age(age)} ago; run the same command again to resume"
+
+    @property
+    def shown_state(self) -> RunState:
+        """The state to show: INTERRUPTED for a running run whose process is gone."""
+        return RunState.INTERRUPTED if self.interruption() else self.state
+
+    @property
+    def cause(self) -> str | None:
+        """Why it stopped: the stored cause, or why it counts as interrupted."""
+        return self.interruption() or self.error
 
 
 class RunRepository:
@@ -85,17 +141,33 @@ class RunRepository:
                 raise KeyError(f"no batch run with id {run_id}")
             if state is not None:
                 run.state = state
+            if state == RunState.RUNNING:  # this process runs it now
+                holder = Holder.this_process()
+                run.host, run.pid = holder.host, holder.pid
             if done is not None:
                 run.done = done
             if invalid is not None:
                 run.invalid = invalid
             if error is not None or state in (RunState.RUNNING, RunState.DONE):  # a fresh start has no cause
                 run.error = error
-            run.updated_at = _now()
+            run.updated_at = run.heartbeat_at = _now()
             session.add(run)
             session.flush()
             session.refresh(run)
             return run
+
+    def beat(self, run_id: int) -> bool:
+        """Renew the heartbeat of a run this process runs; False if it is no longer running here."""
+        holder = Holder.this_process()
+        table = BatchRun.__table__
+        with self._db.connection() as conn:
+            renewed = conn.execute(
+                update(table)
+                .where(table.c.id == run_id, table.c.state == RunState.RUNNING,
+                       table.c.host == holder.host, table.c.pid == holder.pid)
+                .values(heartbeat_at=_now())
+            ).rowcount
+        return bool(renewed)
 
     def list(self, kind: str | None = None) -> list[BatchRun]:
         with self._db.read() as session:

@@ -15,7 +15,10 @@ import atexit
 import logging
 from typing import Callable, Generic, Hashable, TypeVar
 
+from store.db import StoreError
+
 FLUSH_INTERVAL_S = 0.1
+RETRY_MAX_S = 5.0  # a failing database is tried again at doubling intervals up to this
 log = logging.getLogger("argtui.store")
 
 KeyT = TypeVar("KeyT", bound=Hashable)
@@ -43,6 +46,7 @@ class WriteBehind(Generic[KeyT, RowT]):
         self._interval_s = interval_s
         self._pending: dict[KeyT, RowT] = {}
         self._handle: asyncio.TimerHandle | None = None
+        self._failures = 0  # timer flushes failed in a row
 
     def __len__(self) -> int:
         """Rows put but not yet written."""
@@ -67,10 +71,18 @@ class WriteBehind(Generic[KeyT, RowT]):
         self._handle = None
         try:
             self.flush()
-        except Exception:  # e.g. the database stayed locked: the rows wait for the next attempt
-            log.warning("writing %d buffered %s failed; trying again", len(self._pending), self.what, exc_info=True)
+        except Exception as exc:  # e.g. the database stayed locked or is gone: the rows wait for the next attempt
+            if not self._failures:
+                log.warning("writing %d buffered %s failed; trying again: %s", len(self._pending), self.what, exc,
+                            exc_info=not isinstance(exc, StoreError))  # a StoreError says all there is
+            self._failures += 1
             _UNFLUSHED.add(self)
-            self._handle = loop.call_later(self._interval_s, self._flush_on_timer, loop)
+            delay = min(self._interval_s * 2 ** self._failures, RETRY_MAX_S)
+            self._handle = loop.call_later(delay, self._flush_on_timer, loop)
+            return
+        if self._failures:
+            log.info("wrote the buffered %s after %d failed attempts", self.what, self._failures)
+            self._failures = 0
 
     def flush(self) -> None:
         """Write every buffered row in one call to `write`; on failure they stay buffered."""

@@ -5,16 +5,15 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
+import re
 import socket
 import subprocess
 import sys
 
 import aiohttp
-import pytest
 
 from argtui.commands.web import app_command
-from engines.llm.servers import free_loopback_port
+from web_server import argtui_web
 
 
 def test_app_command_runs_this_interpreter_with_the_backend():
@@ -22,37 +21,17 @@ def test_app_command_runs_this_interpreter_with_the_backend():
     assert app_command("gpu").endswith("-m argtui --backend gpu")
 
 
-@pytest.fixture
-def web_server(offline_backend):
-    port = free_loopback_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "argtui", "web", "--port", str(port)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-    )
-    try:
-        yield f"http://localhost:{port}"
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)  # the server and the app it started for the browser
-        process.wait(timeout=30)
-
-
-async def test_the_page_and_a_browser_session_of_the_app(web_server):
-    async with aiohttp.ClientSession() as session:
-        for _ in range(600):  # the server starts in a few seconds on a quiet machine
-            try:
-                async with session.get(web_server + "/") as response:
-                    page = await response.text()
-                    assert response.status == 200
-                    break
-            except aiohttp.ClientConnectionError:
-                await asyncio.sleep(0.1)
-        else:
-            pytest.fail("argtui web never answered")
+async def test_the_page_and_a_browser_session_of_the_app(offline_backend):
+    async with argtui_web() as server, aiohttp.ClientSession() as session:
+        async with session.get(server.url) as response:  # the URL it printed, token included
+            assert response.status == 200
+            page = await response.text()
         assert "argtui" in page
-        assert "/ws" in page  # the page connects to the app over a websocket
+        # The page connects to the app over a WebSocket, at the address it names.
+        [websocket_url] = re.findall(r'data-session-websocket-url="([^"]+)"', page)
 
         received = b""
-        async with session.ws_connect(web_server.replace("http", "ws") + "/ws?width=80&height=24") as ws:
+        async with session.ws_connect(websocket_url + "?width=80&height=24", origin=server.origin) as ws:
             await ws.send_str(json.dumps(["resize", {"width": 80, "height": 24}]))
             while b"Leaderboard" not in received:  # Home lists the modes
                 message = await asyncio.wait_for(ws.receive(), timeout=120)

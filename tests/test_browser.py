@@ -11,10 +11,7 @@ import asyncio
 import os
 import re
 import shutil
-import signal
 import struct
-import subprocess
-import sys
 import zlib
 from collections import Counter
 from base64 import b64decode
@@ -24,7 +21,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from engines.llm.servers import free_loopback_port
+from web_server import argtui_web
 
 pytestmark = pytest.mark.browser
 
@@ -145,41 +142,21 @@ async def chromium_page(session: aiohttp.ClientSession, profile: Path):
         await process.wait()
 
 
-@pytest.fixture
-def web_url(closed_backend):
-    port = free_loopback_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "argtui", "web", "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )
-    try:
-        yield f"http://localhost:{port}/"
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)  # the server and the app it started for the browser
-        process.wait(timeout=30)
-
-
-async def served_page(session: aiohttp.ClientSession, url: str) -> str:
-    for _ in range(600):
-        try:
-            async with session.get(url) as response:
-                assert response.status == 200
-                return await response.text()
-        except aiohttp.ClientConnectionError:
-            await asyncio.sleep(0.1)
-    pytest.fail("argtui web never answered")
-
-
-async def test_chromium_shows_home(web_url, tmp_path):
-    async with aiohttp.ClientSession() as session:
-        page = await served_page(session, web_url)
+async def test_chromium_shows_home(closed_backend, tmp_path):
+    async with argtui_web() as server, aiohttp.ClientSession() as session:
+        async with session.get(server.url) as response:
+            assert response.status == 200
+            page = await response.text()
         assert "<div>argtui</div>" in page  # the page names the app
-        elsewhere = [url for url in re.findall(r'(?:href|src)="(https?://[^"]*)"', page) if not url.startswith(web_url)]
+        here = server.origin + "/"
+        elsewhere = [url for url in re.findall(r'(?:href|src)="(https?://[^"]*)"', page) if not url.startswith(here)]
         assert not elsewhere, f"the page waits on other hosts: {elsewhere}"
         async with chromium_page(session, tmp_path / "chromium-profile") as devtools:
             await devtools("Page.enable")
             await devtools("Page.addScriptToEvaluateOnNewDocument", source=RECORD_FRAMES)
-            await devtools("Page.navigate", url=web_url)
+            # The printed URL, as a user opens it: its stylesheet and script come in on the cookie it
+            # sets, the app's WebSocket on the token in the address the page gives it.
+            await devtools("Page.navigate", url=server.url)
             loop = asyncio.get_running_loop()
             deadline = loop.time() + 120
             while not await devtools.evaluate(f"window.received !== undefined && window.received.includes({HOME_WORDS!r})"):

@@ -453,16 +453,16 @@ async def test_a_labelled_text_is_stored_with_its_text_under_the_batch_judge_nam
 
 def test_eval_components_needs_the_data_and_names_what_is_wrong(monkeypatch, tmp_path, capsys):
     monkeypatch.delenv(DATA_ENV, raising=False)
-    assert main(["eval", "components"]) == 2
+    assert main(["eval", "components"]) == 1
     assert "--data PATH" in capsys.readouterr().err
     brat = tmp_path / "brat-project-final"
     brat.mkdir()
     (brat / "essay001.txt").write_text("Short text here.")
     (brat / "essay001.ann").write_text("T1\tClaim 0 5\tShort\nT2\tClaim 0 99\tShort text here.\n")
-    assert main(["eval", "components", "--data", str(tmp_path), "--split", "all"]) == 2
+    assert main(["eval", "components", "--data", str(tmp_path), "--split", "all"]) == 1
     err = capsys.readouterr().err
     assert "essay001.ann, line 2" in err and "outside the text" in err
-    assert main(["eval", "components", "--data", str(tmp_path), "--skip-threshold", "2"]) == 2
+    assert main(["eval", "components", "--data", str(tmp_path), "--skip-threshold", "2"]) == 1
     assert "probability between 0 and 1" in capsys.readouterr().err
 
 

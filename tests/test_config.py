@@ -123,7 +123,7 @@ def test_config_path_prints_the_locations(argtui_home, capsys):
 
 def test_cli_reports_a_broken_config_without_a_traceback(argtui_home, capsys):
     write_config(argtui_home, "not toml at all = = =\n")
-    assert main(["config", "show"]) == 2
+    assert main(["config", "show"]) == 1
     err = capsys.readouterr().err
     assert "error:" in err and "config.toml" in err and "Traceback" not in err
 
@@ -133,6 +133,6 @@ def test_an_invalid_backend_kind_in_the_environment_is_named(monkeypatch, capsys
 
     monkeypatch.setenv("ARGTUI_BASE_URL", "http://127.0.0.1:9/v1")
     monkeypatch.setenv("ARGTUI_BACKEND_KIND", "vlm")
-    assert main(["doctor"]) == 2
+    assert main(["doctor"]) == 1
     err = capsys.readouterr().err
     assert "ARGTUI_" in err and "kind" in err and "vllm" in err and "Traceback" not in err

@@ -394,11 +394,11 @@ def test_items_are_turns_with_their_labels(tmp_path):
 
 def test_bad_pool_options_stop_the_command_before_any_backend(tmp_path, capsys):
     debates, labels = rad_files(tmp_path)
-    assert main(["eval", "grice", "--debates", str(debates), "--pool-debates", str(debates)]) == 2
+    assert main(["eval", "grice", "--debates", str(debates), "--pool-debates", str(debates)]) == 1
     assert "--pool-debates and --pool-labels go together" in capsys.readouterr().err
     # The labelled turns of the two debates hold one "no" example for quantity: too few for Analyzer3.
     argv = ["eval", "grice", "--debates", str(debates), "--pool-debates", str(debates), "--pool-labels", str(labels)]
-    assert main(argv + ["--strategy", "zsl", "analyzer3"]) == 2
+    assert main(argv + ["--strategy", "zsl", "analyzer3"]) == 1
     assert "has 1 'no' example(s) for quantity; the strategy needs 3" in capsys.readouterr().err.replace("\n", "")
 
 

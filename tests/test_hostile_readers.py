@@ -399,7 +399,7 @@ def damaged(reader_name: str, folder: Path, damage: str) -> Path:
 
 
 def assert_one_line_error(capsys, argv: list[str], path: Path) -> None:
-    assert main(argv) == 2
+    assert main(argv) == 1
     err = capsys.readouterr().err
     assert "Traceback" not in err and str(path) in err.replace("\n", ""), err
 

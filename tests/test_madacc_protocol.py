@@ -53,7 +53,7 @@ def test_each_role_asks_its_own_backend(argtui_home, tmp_path, capsys):
         servers = {name: stack.enter_context(FakeServer(script)) for name, script in scripts.items()}
         configure(argtui_home, servers)
         argv = ["eval", "components", "--data", str(data), "--split", "all", "--method", "mad", "--json"]
-        assert main([*argv, "--judge", "big", "--manager", "nowhere"]) == 2  # named before anything runs
+        assert main([*argv, "--judge", "big", "--manager", "nowhere"]) == 1  # named before anything runs
         assert "no backend profile named 'nowhere'" in capsys.readouterr().err
         assert not any(script.bodies for script in scripts.values())
         assert main([*argv, "--judge", "big", "--manager", "small", "--debaters", "warm"]) == 0

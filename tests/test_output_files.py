@@ -63,8 +63,8 @@ def test_a_failed_write_leaves_no_partial_file(tmp_path, monkeypatch):
 
 def test_the_export_command_names_the_problem_without_a_traceback(tmp_path, capsys):
     assert main(["import", "critiques", "--demo"]) == 0
-    assert main(["export", "critiques", "--output", str(tmp_path / "nowhere" / "out.jsonl")]) == 2
-    assert main(["export", "critiques", "--output", str(tmp_path)]) == 2
+    assert main(["export", "critiques", "--output", str(tmp_path / "nowhere" / "out.jsonl")]) == 1
+    assert main(["export", "critiques", "--output", str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert "does not exist" in err and "is a folder" in err and "Traceback" not in err
     assert main(["export", "critiques", "--output", str(tmp_path / "ok.jsonl")]) == 0

@@ -311,7 +311,7 @@ def test_the_experts_judge_needs_no_backend_and_stores_nothing(capsys, tmp_path)
         assert JudgmentStore(db, "pairwise").judges() == []
     finally:
         db.close()
-    assert main([*args, "--output", str(tmp_path / "experts.txt")]) == 2
+    assert main([*args, "--output", str(tmp_path / "experts.txt")]) == 1
     assert "must end in .json or .csv" in capsys.readouterr().err
 
 

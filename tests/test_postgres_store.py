@@ -141,6 +141,7 @@ async def test_rating_by_keyboard_lands_in_the_configured_database(db_url, argtu
         await app.push_screen(RatingScreen(rater="lee"))
         await pilot.pause()
         await pilot.press(*"7896196", "enter", "n", *"5555555", "enter")
+        await app.workers.wait_for_complete()  # the saves run off the UI thread
         await pilot.pause()
     database = Database(db_url)
     try:

@@ -1,4 +1,6 @@
-"""The Rating and Agreement screens under Textual's pilot, with snapshots, and a rating that survives kill -9."""
+"""The Rating and Agreement screens under Textual's pilot, with snapshots, a rating that survives kill -9,
+and a store that refuses or waits (a full disk, a held lock, a stopped server): the keys keep working
+and what was typed stays on screen to confirm again."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 from textual.widgets import DataTable, OptionList, Static
@@ -16,6 +19,8 @@ from argtui.app import ArgtuiApp
 from engines.critiques.demo import DEMO_PATH
 from engines.critiques.files import export_records, import_critiques
 from engines.llm.servers import free_loopback_port
+from fakes import SmallDisk, lock_held_elsewhere
+from postgres_cluster import PostgresCluster, postgres_binaries
 from screens.agreement import AgreementScreen
 from screens.rating import RatingScreen, TextPrompt
 from store import Database
@@ -63,7 +68,10 @@ async def test_rating_by_keyboard_alone_commits_at_once_and_revisions_keep_the_o
         await open_rating_from_home(app, pilot)
         assert isinstance(app.screen, TextPrompt)  # asked once for the rater's name
         await pilot.press(*"alice", "enter")
+        await app.workers.wait_for_complete()  # store writes run off the UI thread
         await pilot.press("d")  # the empty screen offers the demo set
+        await app.workers.wait_for_complete()
+        await pilot.pause()
         assert isinstance(app.screen, RatingScreen)
         assert "alice" in status(app) and "rated 0/51" in status(app)
 
@@ -72,6 +80,8 @@ async def test_rating_by_keyboard_alone_commits_at_once_and_revisions_keep_the_o
         await pilot.press(*RATED[2:], "enter", "n")
         for _ in range(2):
             await pilot.press(*RATED, "enter", "n")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
         assert "rated 3/51" in status(app)
         stored = repo.ratings("alice")
         assert [r.critique_uid for r in stored] == ["demo-p01-c1", "demo-p01-c2", "demo-p01-c3"]
@@ -83,6 +93,7 @@ async def test_rating_by_keyboard_alone_commits_at_once_and_revisions_keep_the_o
         await pilot.press("up", "right", "shift+right", "enter")  # overall 0.6 -> 0.66, then confirm
         assert isinstance(app.screen, TextPrompt)
         await pilot.press(*"missed the second reading", "enter")
+        await app.workers.wait_for_complete()
         await pilot.pause()
         history = repo.history(stored[0].critique_id, "alice")
         assert [r.values["overall"] for r in history] == [0.6, 0.66]
@@ -102,9 +113,12 @@ async def test_source_stays_hidden_until_revealed_and_the_reveal_is_recorded():
         source = app.screen.query_one("#source", Static)
         assert "hidden" in str(source.render()) and "IBM" not in str(source.render())
         await pilot.press("s")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
         assert "IBM-ArgQ-Rank-30kArgs" in str(source.render())
         assert len(repo.revealed_critique_ids("bea")) == 1
         await pilot.press(*RATED, "enter")
+        await app.workers.wait_for_complete()
         assert repo.ratings("bea")[0].source_seen
 
 
@@ -138,6 +152,7 @@ async def test_revealing_the_source_with_the_rubric_open_shows_it_at_once():
         assert app.screen.query_one("#rubric").display
         source = app.screen.query_one("#source", Static)
         await pilot.press("s")
+        await app.workers.wait_for_complete()
         await pilot.pause()
         assert len(repo.revealed_critique_ids("dev")) == 1
         assert "IBM-ArgQ-Rank-30kArgs" in str(source.render())
@@ -199,6 +214,7 @@ KILLED_AFTER_CONFIRM = textwrap.dedent(
             app.push_screen(RatingScreen(rater="kim"))
             await pilot.pause()
             await pilot.press(*"{keys}", "enter")
+            await app.workers.wait_for_complete()  # the save runs off the UI thread
             print("CONFIRMED", flush=True)
             await asyncio.sleep(3600)
 
@@ -251,5 +267,117 @@ async def test_ids_and_texts_that_look_like_markup_are_shown_as_they_are(tmp_pat
         assert screen.query_one("#critique")._border_title.plain == "Critique c[red]1[/"
         assert "[bold]claim[/bold]" in str(screen.query_one("#position-text", Static).render())
         await pilot.press("s")  # reveal the source: shown as written
+        await app.workers.wait_for_complete()
         await pilot.pause()
         assert "[/]human" in str(screen.query_one("#source", Static).render())
+
+
+# ---------------------------------------------------------------------- the store refuses or waits
+
+
+def not_saved(app: ArgtuiApp) -> str:
+    """The line that says why the selected critique's rating was not stored ("" when hidden)."""
+    line = app.screen.query_one("#not-saved", Static)
+    return str(line.render()) if line.display else ""
+
+
+@pytest.fixture
+def small_disk(tmp_path, monkeypatch) -> SmallDisk:
+    """The app's database on a disk of its own that the test fills (a tmpfs: mounting needs root)."""
+    try:
+        with SmallDisk(tmp_path / "small-disk") as disk:
+            monkeypatch.setenv("ARGTUI_DATABASE_URL", str(disk.folder / "argtui.sqlite3"))
+            yield disk
+    except PermissionError as exc:
+        pytest.skip(f"{exc}: a full disk is a tmpfs of the test's own, which needs root (as in CI)")
+
+
+async def test_a_full_disk_keeps_the_typed_rating_on_screen_with_why_and_enter_saves_it_once_there_is_room(small_disk):
+    app = ArgtuiApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        repo = await with_demo_set(app, pilot, RatingScreen(rater="kim"))
+        screen = app.screen
+        critique = screen.state.critique
+        small_disk.fill()
+        await pilot.press(*RATED, "enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.is_running and app.screen is screen
+        assert "disk is full" in not_saved(app) and "your rating is kept — press Enter to retry" in not_saved(app)
+        assert screen.state.draft(critique).values == dict(zip(DIMENSIONS, (0.7, 0.8, 0.9, 0.6, 0.1, 1.0, 0.6)))
+        assert repo.ratings("kim") == []
+        small_disk.free()
+        await pilot.press("enter")  # the kept values, confirmed again
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert [(r.critique_uid, r.values["overall"]) for r in repo.ratings("kim")] == [(critique.uid, 0.6)]
+        assert not_saved(app) == ""
+
+
+async def test_a_full_disk_keeps_a_new_rater_name_to_confirm_again(small_disk):
+    app = ArgtuiApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        repo = CritiqueRepository(app.services.db)
+        import_critiques(repo, DEMO_PATH)
+        small_disk.fill()
+        await app.push_screen(RatingScreen())
+        await pilot.pause()
+        assert isinstance(app.screen, TextPrompt)  # no rater yet: asked for a name
+        await pilot.press(*"newcomer", "enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        prompt = app.screen
+        assert isinstance(prompt, TextPrompt) and "disk is full" in prompt.question
+        assert prompt.query_one("#prompt-input").value == "newcomer"  # kept, to confirm again
+        small_disk.free()
+        await pilot.press("enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert isinstance(app.screen, RatingScreen) and app.screen.rater == "newcomer"
+        assert "newcomer" in [r.name for r in repo.raters()] and "newcomer" in status(app)
+
+
+async def test_a_lock_held_by_another_program_does_not_freeze_the_keys_and_the_rating_lands_when_released(db_url):
+    app = ArgtuiApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        repo = await with_demo_set(app, pilot, RatingScreen(rater="kim"))
+        screen = app.screen
+        first = screen.state.critique
+        with lock_held_elsewhere(app.services.db):
+            await pilot.press(*RATED, "enter")
+            started = time.monotonic()
+            await pilot.press("right_square_bracket", "7")  # the keys work while the save waits for the lock
+            assert first.id in screen.state.saving and screen.state.critique.id != first.id
+            assert screen.state.draft(screen.state.critique).values["centrality"] == 0.7
+            assert time.monotonic() - started < 5
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert [r.critique_uid for r in repo.ratings("kim")] == [first.uid] and first.id in screen.state.current
+
+
+async def test_postgres_stopped_keeps_the_rating_and_enter_saves_it_once_the_server_is_back(monkeypatch):
+    if postgres_binaries() is None:
+        reason = "no PostgreSQL server binaries (initdb, pg_ctl): apt-get install postgresql"
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    cluster = PostgresCluster()
+    cluster.start()
+    try:
+        monkeypatch.setenv("ARGTUI_DATABASE_URL", cluster.url)
+        app = ArgtuiApp()
+        async with app.run_test(size=(80, 24)) as pilot:
+            repo = await with_demo_set(app, pilot, RatingScreen(rater="kim"))
+            critique = app.screen.state.critique
+            cluster.kill()
+            await pilot.press(*RATED, "enter")
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            assert app.is_running and "cannot be reached" in not_saved(app) and "press Enter to retry" in not_saved(app)
+            cluster.start()
+            await pilot.press("enter")
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            assert [r.critique_uid for r in repo.ratings("kim")] == [critique.uid] and not_saved(app) == ""
+    finally:
+        cluster.remove()

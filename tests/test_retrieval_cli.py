@@ -87,16 +87,16 @@ def test_a_malformed_rad_file_names_line_and_field_and_changes_nothing(capsys, t
     rad = tmp_path / "broken.jsonl"
     write_rad(rad, [RAD_LINES[0], {**RAD_LINES[1], "text": ""}])
     code, _, err = run(capsys, "index", "import-rad", str(rad))
-    assert code == 2 and "broken.jsonl, line 2" in err and "'text'" in err
+    assert code == 1 and "broken.jsonl, line 2" in err and "'text'" in err
     code, out, _ = run(capsys, "index", "status", "--json")
     assert json.loads(out) == {"backend": "tantivy", "built": False}  # not even the first build happened
 
     write_rad(rad, [RAD_LINES[0], "{not json"])
     code, _, err = run(capsys, "index", "import-rad", str(rad))
-    assert code == 2 and "line 2" in err and "not valid JSON" in err
+    assert code == 1 and "line 2" in err and "not valid JSON" in err
     write_rad(rad, [{**RAD_LINES[0], "original": "rebuts"}])
     code, _, err = run(capsys, "index", "import-rad", str(rad))
-    assert code == 2 and "'original'" in err
+    assert code == 1 and "'original'" in err
 
 
 def osmem_opener(node_class, seen: list | None = None):
@@ -143,7 +143,7 @@ def test_push_and_import_into_elasticsearch_are_resumable_runs(capsys, monkeypat
 
 def test_push_needs_a_cluster(capsys):
     code, _, err = run(capsys, "index", "push")
-    assert code == 2 and "--es URL" in err
+    assert code == 1 and "--es URL" in err
 
 
 @pytest.mark.parametrize("bad", ["0", "-3", "two"])
@@ -164,7 +164,7 @@ def test_the_retrieval_table_of_the_config_file_picks_elasticsearch(capsys, monk
         f'[retrieval]\nbackend = "elasticsearch"\nes_url = "{url}"\nindex = "configured"\napi_key_env = "TEST_ES_KEY"\n'
     )
     code, _, err = run(capsys, "index", "status")
-    assert code == 2 and "configured" in err  # no such index yet: the error names it
+    assert code == 1 and "configured" in err  # no such index yet: the error names it
     assert seen == [(url, "configured", "key-from-the-environment")]
 
     config = load_config()
@@ -173,4 +173,4 @@ def test_the_retrieval_table_of_the_config_file_picks_elasticsearch(capsys, monk
 
     config_file.write_text('[retrieval]\nbackend = "elasticsearch"\n')
     code, _, err = run(capsys, "index", "search", "anything")
-    assert code == 2 and "[retrieval]" in err and "needs es_url" in err
+    assert code == 1 and "[retrieval]" in err and "needs es_url" in err

@@ -96,7 +96,7 @@ def test_interruptions_pause_and_the_rerun_asks_nothing_twice(task, tmp_path, ar
             process.send_signal(stop)
             _, err = process.communicate(timeout=30)
             bodies += [json.dumps(body, sort_keys=True) for body in fake.bodies]
-        assert process.returncode in (2, 130), err
+        assert process.returncode in (1, 130), err
         assert "Traceback" not in err
         [run] = runs_of(argtui_home, task)
         assert run.state == RunState.PAUSED and cause in run.error, (run.state, run.error, err)
@@ -108,7 +108,7 @@ def test_interruptions_pause_and_the_rerun_asks_nothing_twice(task, tmp_path, ar
     fake.__exit__(None, None, None)  # the backend dies mid-run
     _, err = process.communicate(timeout=60)
     bodies += [json.dumps(body, sort_keys=True) for body in fake.bodies]
-    assert process.returncode == 2 and "Traceback" not in err and "paused after" in err, err
+    assert process.returncode == 1 and "Traceback" not in err and "paused after" in err, err
     [run] = runs_of(argtui_home, task)
     assert run.state == RunState.PAUSED and "fake" in run.error
 
@@ -136,7 +136,7 @@ def test_a_bug_inside_a_judge_fails_the_run_with_one_line(task, tmp_path, argtui
     monkeypatch.setattr(instance, "judge", broken)
     with FakeServer([SLOW]) as fake:
         use_server(fake)
-        assert main(["eval", task, *args, "--judge", "fake"]) == 2
+        assert main(["eval", task, *args, "--judge", "fake"]) == 1
     err = capsys.readouterr().err
     assert "ZeroDivisionError" in err and "bug in argtui" in err and "Traceback" not in err
     [run] = runs_of(argtui_home, task)

@@ -35,7 +35,7 @@ def test_a_key_echoed_in_a_401_reaches_no_run_terminal_or_doctor(argtui_home, mo
     monkeypatch.setenv("JUDGE_KEY", KEY)
     with FakeServer(echoing_401) as fake:
         load_config().add_backend(fake.profile(kind="openai", api_key_env="JUDGE_KEY", retries=0), make_default=True)
-        assert main(["eval", "pairwise", "--limit", "1", "--dimension", "logical", "--mode", "logprob"]) == 2
+        assert main(["eval", "pairwise", "--limit", "1", "--dimension", "logical", "--mode", "logprob"]) == 1
         assert main(["doctor", "--json"]) in (0, 1)
     out, err = capsys.readouterr()
     assert "HTTP 401" in err and KEY not in err and KEY not in out

@@ -74,7 +74,7 @@ def test_a_damaged_database_file_is_named_not_a_traceback(tmp_path, capsys, monk
     (home / "data").mkdir(parents=True)
     (home / "data" / "argtui.sqlite3").write_bytes(b"not sqlite at all " * 100)
     monkeypatch.setenv("ARGTUI_HOME", str(home))
-    assert main(["runs"]) == 2
+    assert main(["runs"]) == 1
     err = capsys.readouterr().err
     assert "argtui.sqlite3" in err and "not an argtui database, or damaged" in err and "Traceback" not in err
     assert (home / "data" / "argtui.sqlite3").read_bytes().startswith(b"not sqlite")  # left as it was
@@ -86,7 +86,7 @@ def test_a_home_that_is_a_file_is_named_not_a_traceback(tmp_path, capsys, monkey
     home = tmp_path / "home"
     home.write_text("I am a file", encoding="utf-8")
     monkeypatch.setenv("ARGTUI_HOME", str(home))
-    assert main(["runs"]) == 2
+    assert main(["runs"]) == 1
     err = capsys.readouterr().err
     assert "cannot hold the database" in err and "ARGTUI_HOME" in err and "Traceback" not in err
 

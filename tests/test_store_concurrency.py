@@ -147,6 +147,7 @@ async def test_the_rating_screen_shows_a_failed_save_and_keeps_the_rating_to_con
         await pilot.pause()
         other, _ = hold_write_lock(app.services.db.path, None)
         await pilot.press(*RATED, "enter")
+        await app.workers.wait_for_complete()  # the save runs off the UI thread
         await pilot.pause()
         messages = [(n.severity, n.message) for n in app._notifications]
         assert any(severity == "error" and "Not saved" in message and "locked" in message for severity, message in messages)
@@ -155,6 +156,7 @@ async def test_the_rating_screen_shows_a_failed_save_and_keeps_the_rating_to_con
         other.execute("ROLLBACK")
         other.close()
         await pilot.press("enter")  # the kept values, confirmed again
+        await app.workers.wait_for_complete()
         await pilot.pause()
         assert [(r.critique_uid, r.values) for r in repo.ratings("kim")] == [(critique.uid, VALUES)]
 
@@ -230,6 +232,7 @@ RATER_CHILD = textwrap.dedent(
             while True:
                 critique = screen.state.critique
                 await pilot.press(*"{keys}", "enter")
+                await app.workers.wait_for_complete()  # the save runs off the UI thread
                 if critique.id in screen.state.current:
                     print("CONFIRMED", critique.uid, flush=True)
                 await pilot.press("n")
@@ -364,6 +367,7 @@ async def test_a_rater_an_import_and_a_batch_eval_write_at_once_and_nothing_is_l
                 await pilot.press(*RATED)
                 started = time.monotonic()
                 await pilot.press("enter")
+                await app.workers.wait_for_complete()  # the save runs off the UI thread
                 longest_save_s = max(longest_save_s, time.monotonic() - started)
                 if critique.id in screen.state.current:
                     confirmed.add((screen.rater, critique.uid))
@@ -372,6 +376,7 @@ async def test_a_rater_an_import_and_a_batch_eval_write_at_once_and_nothing_is_l
                     await pilot.press("u")
                     app.screen.query_one("#prompt-input").value = f"rater-{raters}"
                     await pilot.press("enter")
+                    await app.workers.wait_for_complete()
                 else:
                     await pilot.press("n")
             for writer in writers:

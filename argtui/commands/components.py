@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sys
 
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -17,6 +16,7 @@ from engines.errors import ArgtuiError
 from engines.judging.task import default_options
 from engines.llm.types import Usage
 from engines.tasks.components import TASK, label_text, role_clients
+from engines.terminal_text import VisibleControlsConsole
 
 TOKEN_OPTIONS = ("turn_tokens", "judge_tokens", "reasoning_tokens")
 
@@ -66,7 +66,7 @@ async def _label(runtime: Runtime, args, text: str) -> list[ComponentResult]:
     )
     TASK.check_options(options)  # before any backend starts
     client = await runtime.client(args.judge)
-    err = Console(stderr=True)
+    err = VisibleControlsConsole(stderr=True)
     spans = segment(text)
     finished = 0
 
@@ -95,7 +95,7 @@ def as_json(result: ComponentResult) -> dict:
 
 
 def _print(results: list[ComponentResult], transcripts: bool) -> None:
-    console = Console()
+    console = VisibleControlsConsole()
     table = Table(title="Argument components", caption="manager: P(MajorClaim) P(Claim) P(Premise)")
     for column in ("#", "span", "label", "manager", "text"):
         table.add_column(column)

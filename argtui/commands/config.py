@@ -1,11 +1,15 @@
-"""`argtui config path|show`."""
+"""`argtui config path|show|use`."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+from urllib.parse import urlsplit
 
-from rich.console import Console
+from rich.text import Text
 
+from argtui.commands import output_console
 from argtui.config import Paths, load_config
 
 
@@ -17,6 +21,14 @@ def register(subparsers) -> None:
     show = actions.add_parser("show", help="print the effective configuration (never a key)")
     show.add_argument("--json", action="store_true", help="as JSON")
     show.set_defaults(handler=_show)
+    use = actions.add_parser(
+        "use", help="ask the server at URL what it is, save it as a profile and make it the default backend"
+    )
+    use.add_argument("url", metavar="URL", help="its OpenAI-compatible base URL, e.g. http://127.0.0.1:11434/v1")
+    use.add_argument("--name", help="profile name (default: the kind detected, e.g. ollama)")
+    use.add_argument("--model", metavar="M", help="model to use (default: the first one the server lists)")
+    use.add_argument("--api-key-env", metavar="VAR", help="the environment variable that holds the key")
+    use.set_defaults(handler=_use)
 
 
 def _path(args) -> int:
@@ -41,18 +53,52 @@ def _show(args) -> int:
     if args.json:
         print(json.dumps(data, indent=2))
         return 0
-    console = Console()
-    console.print(f"config file: {data['config_file']}" + ("" if data["config_file_exists"] else " (not created yet: defaults)"))
-    console.print(f"data dir:    {data['data_dir']}")
-    console.print(f"default backend: [bold]{data['default_backend']}[/]")
+    # Names, paths and URLs come from the config file: Text, never markup.
+    console = output_console()
+    console.print(Text(f"config file: {data['config_file']}"
+                       + ("" if data["config_file_exists"] else " (not created yet: defaults)")))
+    console.print(Text(f"data dir:    {data['data_dir']}"))
+    console.print(Text.assemble("default backend: ", (data["default_backend"], "bold")))
     for name, profile in profiles.items():
         key = profile["api_key_env"]
         key_text = f"{key} ({'set' if profile['api_key_set'] else 'not set'})" if key else "none"
         urls = ", ".join(profile["base_urls"]) or ("started by argtui" if name == "embedded" else "-")
-        console.print(
-            f"  [bold]{name}[/] kind={profile['kind'] or 'detected'} model={profile['model'] or '(served)'} "
+        console.print(Text.assemble(
+            "  ", (name, "bold"),
+            f" kind={profile['kind'] or 'detected'} model={profile['model'] or '(served)'} "
             f"urls={urls} concurrency={profile['max_concurrency']} timeout={profile['timeout_s']}s "
             f"api key env={key_text}",
-            highlight=False,
-        )
+        ))
+    return 0
+
+
+def _use(args) -> int:
+    from engines.errors import ArgtuiError
+    from engines.llm.local_servers import identify  # the HTTP client loads only for this action
+    from engines.llm.profile import BackendProfile
+    from engines.llm.types import BackendError
+    from engines.terminal_text import print_data  # the models' names are the server's
+
+    address = urlsplit(args.url)
+    if address.scheme not in ("http", "https") or not address.hostname:
+        raise ArgtuiError(f"{args.url}: expected an http:// or https:// URL, e.g. http://127.0.0.1:11434/v1")
+    config = load_config()
+    try:
+        found = asyncio.run(identify(args.url, args.api_key_env))
+    except BackendError as exc:
+        raise ArgtuiError(f"no OpenAI-compatible server answered at {args.url}; nothing written ({exc})") from None
+    profile = BackendProfile(
+        name=args.name or found.kind, kind=found.kind, base_urls=[found.url], model=args.model or "",
+        api_key_env=args.api_key_env,
+    )
+    config.add_backend(profile, make_default=True)
+    print_data(f"found {found.kind} at {found.url}, serving {', '.join(found.models) or 'no model'}")
+    if args.model and args.model not in found.models:
+        print(f"note: the server does not list {args.model}; requests will ask for it all the same")
+    model = args.model or (f"{found.models[0]} (the first listed)" if found.models else "the first one it lists")
+    print_data(f"wrote profile {profile.name!r} (kind {found.kind}, model {model}) to {config.paths.config_file} "
+               "and made it the default backend. Next: argtui doctor")
+    overrides = [name for name in ("ARGTUI_BASE_URL", "ARGTUI_BACKEND") if os.environ.get(name)]
+    if overrides:
+        print(f"note: {' and '.join(overrides)} set in this environment choose the backend instead")
     return 0

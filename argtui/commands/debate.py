@@ -6,7 +6,6 @@ import json
 import time
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -19,10 +18,14 @@ from engines.debate.records import DebateRecords
 from engines.debate.session import DEFAULT_COMPONENT_METHOD, DEFAULT_GRICE_STRATEGY, DebateSession, StepTiming
 from engines.errors import ArgtuiError
 from engines.judging.task import canonical_variant, task
+from engines.llm.client import LLMClient
+from engines.output import OutputError, check_target, write_text_file
+from engines.terminal_text import VisibleControlsConsole, print_data
 from store.debates import DebateRepository
 from store.grice import GriceRepository
 
 LEVEL_HELP = ", ".join(f"{level.number} {level.name.lower()}" for level in LEVELS)
+JUDGING_OFF = "no Grice judging and no component labels (they need a model)"
 
 
 def register(subparsers) -> None:
@@ -62,6 +65,8 @@ def _debate(args) -> int:
         from argtui.app import run_app
 
         return run_app(backend=args.judge, debate=(args.claim, args.side, args.level))
+    if args.export:
+        check_target(args.export, make_parents=True)  # before the debate, which takes minutes
     if not args.script.is_file():
         raise ArgtuiError(f"{args.script}: script file not found")
     lines = [line.strip() for line in args.script.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -71,7 +76,7 @@ def _debate(args) -> int:
 
 
 async def _list(runtime: Runtime) -> int:
-    console = Console()
+    console = VisibleControlsConsole()
     for debate, turns in DebateRepository(runtime.db).list():
         console.print(f"{debate.id:>4}  {debate.updated_at:%Y-%m-%d %H:%M}  {turns:>3} turns  "
                       f"[{debate.user_side}] {debate.claim}", markup=False, highlight=False)
@@ -104,20 +109,32 @@ def waterfall(timings: list[StepTiming], titles: dict[str, str]) -> Table:
 
 
 async def _play(runtime: Runtime, args, lines: list[str]) -> int:
-    err = Console(stderr=True)
-    client = await runtime.client(args.judge)
+    err = VisibleControlsConsole(stderr=True)
+    profile = runtime.profile(args.judge)
+    level = get_level(default_level(profile) if args.level is None else args.level)
+    client: LLMClient | None = None
+    no_model = ""
+    try:
+        client = await runtime.client(profile.name)
+    except ArgtuiError as exc:
+        if level.needs_model:
+            raise ArgtuiError(f"{exc}\n--level 0 debates without a model") from None
+        no_model = str(exc)
     retriever = await runtime.retriever()
     repository = DebateRepository(runtime.db)
-    level = get_level(default_level(client.profile) if args.level is None else args.level)
-    debate = repository.create(args.claim, args.side, backend=client.profile.name, level=level.number)
+    debate = repository.create(args.claim, args.side, backend=profile.name, level=level.number)
     session = DebateSession(
-        repository, debate, client, retriever,
+        repository, debate, client, retriever, no_model_reason=no_model,
         reason_store=GriceRepository(runtime.db),
         grice_strategy=args.grice_strategy, component_method=args.component_method,
     )
     bot_side = "con" if args.side == "pro" else "pro"
     err.print(f"debate {debate.id}: {args.claim!r}, student {args.side}, bot {bot_side}, "
               f"level {level.number} ({level.name})", markup=False)
+    if session.judging_off is not None:
+        err.print(f"no model answers: {no_model}", style="yellow", markup=False, highlight=False, soft_wrap=True)
+        err.print(f"level {level.number} debates on from the argument base; {JUDGING_OFF}", style="yellow",
+                  markup=False, highlight=False, soft_wrap=True)
     step_titles = {**dict(level.steps), "components": "Components", "grice": "Grice"}
     failures = 0
     for number, message in enumerate(lines, 1):
@@ -158,17 +175,24 @@ async def _play(runtime: Runtime, args, lines: list[str]) -> int:
                 for m, j in result.judgment.metrics.items()
             )
             err.print(f"  Grice ({result.judgment.strategy}): {verdicts}", highlight=False)
-        labels = ", ".join(f"{c.label or 'invalid'}: {c.span.text[:40]!r}" for c in result.components)
-        err.print(f"  components: {labels}", markup=False, highlight=False)
+        if session.judging_off is not None:
+            err.print(f"  {JUDGING_OFF}", style="yellow", highlight=False)
+        else:
+            labels = ", ".join(f"{c.label or 'invalid'}: {c.span.text[:40]!r}" for c in result.components)
+            err.print(f"  components: {labels}", markup=False, highlight=False)
         err.print(f"  first progress after {timings.get('first_event', 0) * 1000:.0f} ms, "
                   f"reply done after {result.bot.seconds:.1f} s, exchange with judging {total:.1f} s",
                   highlight=False)
-    run = rad_run(debate, DebateRecords(repository).turns(debate.id), model=await client.model())
+    model = await client.model() if client is not None else ""  # no model answered
+    run = rad_run(debate, DebateRecords(repository).turns(debate.id), model=model)
     text = json.dumps(run, ensure_ascii=False)
     if args.export:
-        args.export.parent.mkdir(parents=True, exist_ok=True)
-        args.export.write_text(text + "\n", encoding="utf-8")
+        try:
+            write_text_file(args.export, text + "\n", make_parents=True)
+        except OutputError as exc:
+            raise OutputError(f"{exc}; debate {debate.id} is stored: "
+                              f"argtui export debate {debate.id} --output PATH writes it") from None
         err.print(f"wrote {args.export} (debate {debate.id})", markup=False)
     else:
-        print(text)
+        print_data(text)
     return 1 if failures else 0

@@ -22,6 +22,7 @@ from engines.errors import ArgtuiError
 from engines.judging.evaluate import TaskRun, run_task
 from engines.judging.task import Task, TaskItem, TaskReport, canonical_variant, tasks
 from engines.output import write_text_file
+from engines.terminal_text import VisibleControlsConsole
 
 if TYPE_CHECKING:
     from engines.llm.client import LLMClient
@@ -77,9 +78,13 @@ def _add_task(subparsers, task: Task) -> None:
     parser.add_argument("--output", type=Path, metavar="PATH", help=getattr(task, "output_help", "write the reports as JSON"))
     parser.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
     batch = parser.add_mutually_exclusive_group()
+    batch.add_argument("--retry-invalid", action="store_true",
+                       help="judge again the items whose stored verdict is invalid (an answer that could not "
+                            "be read), asking the backend instead of the response cache")
     batch.add_argument("--export-requests", type=Path, metavar="FILE",
                        help="write the LLM requests the run still needs (none the cache answers) as OpenAI "
-                            "batch JSONL, for vLLM's run-batch or a hosted batch API; nothing is sent")
+                            "batch JSONL, for vLLM's run_batch (python -m vllm.entrypoints.openai.run_batch) "
+                            "or a hosted batch API; nothing is sent")
     batch.add_argument("--import-results", type=Path, metavar="FILE",
                        help="load a batch output file into the response cache; then run the eval again")
     for option in task.options:
@@ -102,7 +107,7 @@ def _list_or_usage(args) -> int:
     if not args.list:
         args.eval_parser.print_help()
         return 2
-    console = Console()
+    console = VisibleControlsConsole()
     table = Table(box=box.SIMPLE_HEAD, show_edge=False)
     for column in ("task", "what it judges", "variants (first: default)"):
         table.add_column(column)
@@ -125,8 +130,8 @@ def _eval(task: Task, args) -> int:
         if args.json:
             print(json.dumps({"task": task.name, "results": [report.data]}, indent=2, default=str))
         else:
-            Console().print(Text.assemble((report.title, "bold")))
-            print_report(Console(), report)
+            VisibleControlsConsole().print(Text.assemble((report.title, "bold")))
+            print_report(VisibleControlsConsole(), report)
         return 0
     if args.export_requests:
         return run_with_runtime(lambda runtime: _export_requests(runtime, task, variants, args))
@@ -143,7 +148,7 @@ def _eval(task: Task, args) -> int:
         results = results_json(task, runs)
         print(json.dumps({**results, "summary": summary.data} if summary else results, indent=2, default=str))
     else:
-        console = Console()
+        console = VisibleControlsConsole()
         for run in runs:
             print_run(console, run)
         if summary is not None:
@@ -173,7 +178,7 @@ async def _run(runtime: Runtime, task: Task, variants: list[str], args) -> list[
         with batch_progress_bar(f"{task.name} {variant}") as show:
             results.append(await run_task(
                 runtime, task, client, variant, args, items,
-                selection=selection, concurrency=args.concurrency, on_progress=show,
+                selection=selection, concurrency=args.concurrency, on_progress=show, retry_invalid=args.retry_invalid,
             ))
     return results
 
@@ -198,15 +203,17 @@ async def _export_requests(runtime: Runtime, task: Task, variants: list[str], ar
         print(json.dumps({"task": task.name, "file": str(args.export_requests), "requests": written,
                           "answers": answers, "items_waiting": waiting}, indent=2))
     elif written:
-        Console().print(Text(
+        VisibleControlsConsole().print(Text(
             f"{written} requests ({answers} answers) for {waiting} items written to {args.export_requests}. "
-            f"Run them as a batch (e.g. vllm run-batch -i {args.export_requests} -o RESULTS --model "
-            f"{await client.model()}), load the output with the same command and --import-results RESULTS, "
+            "Run them as a batch, e.g. python -m vllm.entrypoints.openai.run_batch "
+            f"-i {args.export_requests} -o RESULTS --model MODEL --served-model-name {await client.model()} "
+            "(MODEL: the weights' Hugging Face id or folder; the requests ask for the served name), "
+            "load the output with the same command and --import-results RESULTS, "
             "then run it again without either option. A judge of several steps (reasons, then answers; "
             "debate rounds) exports its next step on that run, until a run completes with zero calls."
         ))
     else:
-        Console().print(Text(
+        VisibleControlsConsole().print(Text(
             f"No request is missing: the cache and the store answer every item ({args.export_requests} is empty). "
             "Run the command without --export-requests for the report."
         ))
@@ -225,10 +232,10 @@ def _import_results(path: Path, as_json: bool) -> int:
         print(json.dumps({"file": str(path), "lines": report.lines, "requests": report.requests,
                           "answers": report.answers, "skipped": [str(p) for p in report.problems]}, indent=2))
     else:
-        errors = Console(stderr=True, soft_wrap=True)  # one line per problem
+        errors = VisibleControlsConsole(stderr=True, soft_wrap=True)  # one line per problem
         for problem in report.problems:
             errors.print(Text(f"skipped: {problem}"))
-        Console().print(Text(
+        VisibleControlsConsole().print(Text(
             f"{report.answers} answers of {report.requests} requests from {path} stored in the response cache; "
             f"{len(report.problems)} of {report.lines} lines skipped. Run the eval again to use them."
         ))

@@ -10,6 +10,7 @@ from argtui.commands import run_with_runtime
 from argtui.runtime import Runtime
 from engines.critiques.files import export_records, render
 from engines.output import write_text_file
+from engines.terminal_text import print_data
 from store.critiques import CritiqueRepository
 
 
@@ -33,7 +34,7 @@ def _export(args) -> int:
     file_format = args.format or ("csv" if args.output and args.output.suffix == ".csv" else "jsonl")
     text = render(run_with_runtime(_records), file_format)
     if args.output is None:
-        sys.stdout.write(text)
+        print_data(text, end="")
         return 0
     write_text_file(args.output, text)
     print(f"wrote {args.output}", file=sys.stderr)

@@ -12,6 +12,7 @@ from argtui.runtime import Runtime
 from engines.errors import ArgtuiError
 from engines.output import write_text_file
 from engines.tasks.inspire import PreferencePair, preference_pairs
+from engines.terminal_text import print_data
 
 
 def register(subparsers) -> None:
@@ -36,7 +37,7 @@ def _export(args) -> int:
         raise ArgtuiError("no preference pairs: run `argtui eval inspire … --candidates K` first")
     text = "".join(pair.model_dump_json() + "\n" for pair in pairs)
     if args.output is None:
-        sys.stdout.write(text)
+        print_data(text, end="")
         return 0
     write_text_file(args.output, text, make_parents=True)
     print(f"wrote {len(pairs)} pairs to {args.output}", file=sys.stderr)

@@ -13,13 +13,12 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
-from rich.console import Console
-
 from argtui.commands import run_with_runtime
 from argtui.runtime import Runtime
 from engines.critiques.demo import DEMO_PATH
 from engines.critiques.files import import_critiques
 from engines.errors import ArgtuiError
+from engines.terminal_text import VisibleControlsConsole
 from store.critiques import CritiqueRepository, ImportCounts
 
 
@@ -50,13 +49,14 @@ def _import(args) -> int:
     if args.json:
         print(json.dumps(asdict(counts)))
         return 0
-    console = Console()
-    console.print(
+    console = VisibleControlsConsole(highlight=False)
+    console.print(  # the path and the raters' names come from the user and the file: never markup
         f"imported {counts.positions} positions, {counts.critiques} critiques, {counts.ratings} ratings "
-        f"from {path}" + (f" ({counts.already_stored} ratings were already stored)" if counts.already_stored else "")
+        f"from {path}" + (f" ({counts.already_stored} ratings were already stored)" if counts.already_stored else ""),
+        markup=False,
     )
     if counts.raters:
-        console.print(f"raters in the file: {', '.join(counts.raters)}")
+        console.print(f"raters in the file: {', '.join(counts.raters)}", markup=False)
     if args.demo:
         console.print(
             "This is the demo set: IBM-ArgQ arguments (CC BY-SA 3.0) with ratings derived from crowd "

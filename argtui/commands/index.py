@@ -34,6 +34,7 @@ from engines.retrieval.embedded import (
 from engines.retrieval.rad import RAD_SOURCE, count_rad_arguments, iter_rad_arguments
 from engines.retrieval.strategies import GOALS, IDEA, retrieve_for_idea
 from engines.retrieval.types import RELATIONS, SEARCH_FIELDS, Argument, IndexProgress, ProgressCallback
+from engines.terminal_text import VisibleControlsConsole, print_data
 from store.runs import RunRepository, RunState
 
 PUSH_RUN_KIND = "index-push"
@@ -148,7 +149,7 @@ def _build(args) -> int:
     if args.json:
         print(json.dumps(status.as_dict(), indent=2))
     else:
-        _print_status(Console(), status)
+        _print_status(VisibleControlsConsole(), status)
     return 0
 
 
@@ -162,10 +163,10 @@ def _status(args) -> int:
     if args.json:
         print(json.dumps(status.as_dict() if status else {"backend": backend, "built": False}, indent=2))
     elif status is None:
-        Console().print("The embedded argument index is not built yet; `argtui index build` builds it "
+        VisibleControlsConsole().print("The embedded argument index is not built yet; `argtui index build` builds it "
                         "(the first search does too).")
     else:
-        _print_status(Console(), status)
+        _print_status(VisibleControlsConsole(), status)
     return 0
 
 
@@ -195,9 +196,9 @@ def _search(args) -> int:
 
     hits = _with_retriever(args, work)
     if args.json:
-        print(json.dumps([hit.as_dict() for hit in hits], indent=2, ensure_ascii=False))
+        print_data(json.dumps([hit.as_dict() for hit in hits], indent=2, ensure_ascii=False))
         return 0
-    console = Console()
+    console = VisibleControlsConsole()
     if not hits:
         console.print("No arguments match.")
     for rank, hit in enumerate(hits, start=1):
@@ -222,9 +223,9 @@ def _graph(args) -> int:
 
     graph = _with_retriever(args, work)
     if args.json:
-        print(json.dumps(graph.as_dict(), indent=2, ensure_ascii=False))
+        print_data(json.dumps(graph.as_dict(), indent=2, ensure_ascii=False))
         return 0
-    console = Console()
+    console = VisibleControlsConsole()
     console.print(Text.assemble(("Idea: ", "bold"), graph.idea, ("  goal: ", "bold"), graph.goal))
     for node in graph.nodes:
         relations = [
@@ -277,7 +278,7 @@ def _print_result(args, result: dict, what: str) -> None:
         print(json.dumps(result, indent=2))
         return
     already = f"; {result['skipped']:,} were there already" if result["skipped"] else ""
-    Console().print(f"{what}: {result['written']:,} arguments written to {result['location']}{already}.")
+    VisibleControlsConsole().print(f"{what}: {result['written']:,} arguments written to {result['location']}{already}.")
 
 
 async def _push_to_elasticsearch(

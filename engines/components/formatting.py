@@ -2,13 +2,17 @@
 
 Only spans go in, never labels, so no gold label can leak into a prompt:
 the target is wrapped in <TARGET>…</TARGET> and every other component in
-the generic <ARG>…</ARG>.
+the generic <ARG>…</ARG>. The document keeps its line breaks (its paragraphs), but
+the prompts' tags, labels and turn markers in its text are defused
+(`engines.components.prompts.quoted_document`), so the text cannot open or close a
+component of its own.
 """
 
 from __future__ import annotations
 
 from typing import Sequence
 
+from engines.components.prompts import quoted_document
 from engines.components.types import Span
 
 TARGET_OPEN, TARGET_CLOSE = "<TARGET>", "</TARGET>"
@@ -34,9 +38,9 @@ def mark_document(text: str, spans: Sequence[Span], target: int) -> str:
     parts, cursor = [], 0
     for index, span in enumerate(spans):
         opening, closing = (TARGET_OPEN, TARGET_CLOSE) if index == target else (ARG_OPEN, ARG_CLOSE)
-        parts += [text[cursor : span.start], opening, span.text, closing]
+        parts += [quoted_document(text[cursor : span.start]), opening, quoted_document(span.text), closing]
         cursor = span.end
-    parts.append(text[cursor:])
+    parts.append(quoted_document(text[cursor:]))
     return "".join(parts)
 
 

@@ -6,7 +6,10 @@ smart-reasoning baseline gets the Judge's definitions and criterion with the
 debate taken out (there are no debaters to weigh). Every
 role shares one system message (task, definitions, the tagged document) and
 differs only in the final user message, so a server's prefix cache reuses
-the document across the manager, the debaters and the judge.
+the document across the manager, the debaters and the judge. The target and
+every debate turn go in on one line and the document with its paragraphs
+(`quoted`, `quoted_document`): the prompts' tags
+and labels in them are defused, so no text can pose as a component or a turn.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from engines.components.types import LABELS, Turn
+from engines.judging.quoting import defused, inline
 from engines.llm.client import Message
 
 LABEL_LIST = ", ".join(LABELS[:-1]) + " or " + LABELS[-1]
@@ -76,6 +80,19 @@ by verifying the evidence and direction of support. Explain your verdict in at m
 JUDGE_VERDICT = f"Your verdict: the label of the target component ({LABEL_LIST}) is:"
 
 ROLE_NAMES = {"proponent": "Proponent", "opponent": "Opponent", "judge": "Judge", "reasoning": "Reasoning"}
+TAGS = ("TARGET", "ARG")  # what the document marks components with
+# What the prompts mark their parts with: the document, the debate and its speakers' turns.
+TEMPLATE_LABELS = ("Document", "Debate so far", "Debate transcript", *ROLE_NAMES.values())
+
+
+def quoted(text: str) -> str:
+    """A component or a turn as the prompts take it: on one line, their tags and labels in it defused."""
+    return inline(text, TAGS, TEMPLATE_LABELS)
+
+
+def quoted_document(text: str) -> str:
+    """Part of the document as the prompts take it: its line breaks kept, their tags and labels in it defused."""
+    return defused(text, TAGS, TEMPLATE_LABELS)
 
 
 # The most words a turn, a reason or a chain of thought is asked for. A large token limit is
@@ -94,13 +111,14 @@ def system_message(document: str) -> Message:
 
 def classify_messages(document: str, target: str) -> list[Message]:
     """The direct classification prompt: the vanilla baseline and the Manager."""
-    return [system_message(document), {"role": "user", "content": CLASSIFY.format(target=target, labels=LABEL_LIST)}]
+    content = CLASSIFY.format(target=quoted(target), labels=LABEL_LIST)
+    return [system_message(document), {"role": "user", "content": content}]
 
 
 def chain_of_thought_messages(document: str, target: str, max_tokens: int) -> list[Message]:
     return [
         system_message(document),
-        {"role": "user", "content": CHAIN_OF_THOUGHT.format(target=target, words=words_for(max_tokens))},
+        {"role": "user", "content": CHAIN_OF_THOUGHT.format(target=quoted(target), words=words_for(max_tokens))},
     ]
 
 
@@ -111,7 +129,7 @@ def answer_after(messages: Sequence[Message], said: str, question: str) -> list[
 
 def render_transcript(turns: Sequence[Turn]) -> str:
     return "\n\n".join(
-        f"{ROLE_NAMES[turn.role]}{f' ({turn.label})' if turn.label else ''}: {turn.text.strip()}" for turn in turns
+        f"{ROLE_NAMES[turn.role]}{f' ({turn.label})' if turn.label else ''}: {quoted(turn.text)}" for turn in turns
     )
 
 
@@ -123,7 +141,7 @@ def debater_messages(
     task = (DEBATER_REPLY if spoken_before else DEBATER_OPENING).format(rival_role=rival_role, label=label)
     content = DEBATER.format(
         role=ROLE_NAMES[role],
-        target=target,
+        target=quoted(target),
         label=label,
         rival_role=rival_role,
         rival_label=rival_label,
@@ -136,7 +154,7 @@ def debater_messages(
 
 def smart_messages(document: str, target: str, max_tokens: int) -> list[Message]:
     """The Judge's definitions and criterion without a debate: the smart-reasoning baseline."""
-    content = SMART.format(target=target, words=words_for(max_tokens))
+    content = SMART.format(target=quoted(target), words=words_for(max_tokens))
     return [system_message(document), {"role": "user", "content": content}]
 
 
@@ -144,7 +162,7 @@ def judge_messages(
     document: str, target: str, proponent_label: str, opponent_label: str, transcript: Sequence[Turn], max_tokens: int
 ) -> list[Message]:
     content = JUDGE.format(
-        target=target,
+        target=quoted(target),
         proponent_label=proponent_label,
         opponent_label=opponent_label,
         transcript=render_transcript(transcript),

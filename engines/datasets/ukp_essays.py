@@ -130,16 +130,25 @@ def read_essay(txt_path: Path, ann_path: Path, split: str | None = None, prompt:
     components: dict[str, EssayComponent] = {}
     stances: dict[str, tuple[int, str]] = {}
     relations: list[tuple[int, EssayRelation]] = []
+    lines_of: dict[str, int] = {}  # annotation id -> its line: brat ids are unique within a file
     for number, line in enumerate(text_lines(ann_path), start=1):
         raw = line.rstrip("\r\n")
         if not raw.strip():
             continue
+        ident = raw.split("\t", 1)[0]
+        if ident in lines_of:
+            raise DataFormatError(ann_path, number, ident, f"id {ident} is already used on line {lines_of[ident]}")
+        lines_of[ident] = number
         kind = raw[:1]
         if kind == "T":
             component = _component(raw, text, ann_path, number)
             components[component.id] = component
         elif kind == "A":
             target, stance = _stance(raw, ann_path, number)
+            if target in stances:
+                raise DataFormatError(
+                    ann_path, number, "Stance", f"{target} already has a stance on line {stances[target][0]}"
+                )
             stances[target] = (number, stance)
         elif kind == "R":
             relations.append((number, _relation(raw, ann_path, number)))
@@ -154,6 +163,15 @@ def read_essay(txt_path: Path, ann_path: Path, split: str | None = None, prompt:
             if end not in components:
                 raise DataFormatError(ann_path, number, relation.id, f"refers to unknown component {end}")
     ordered = tuple(sorted(components.values(), key=lambda c: (c.start, c.end)))
+    # Components segment the text: sorted by start, any overlap shows between neighbours.
+    for first, second in zip(ordered, ordered[1:]):
+        if second.start < first.end:
+            later, earlier = sorted((first, second), key=lambda c: lines_of[c.id], reverse=True)
+            raise DataFormatError(
+                ann_path, lines_of[later.id], later.id,
+                f"span {later.start}-{later.end} overlaps {earlier.id} ({earlier.start}-{earlier.end}, "
+                f"line {lines_of[earlier.id]}); components must not overlap",
+            )
     return Essay(txt_path.stem, text, ordered, tuple(r for _, r in relations), split, prompt)
 
 

@@ -168,6 +168,8 @@ def _comparisons(root: Path, bundled: bool, dimension: str, topics_of_key) -> li
             for name in columns[:4]:
                 integer_cell(row, name, path, line)
             raise
+        if a == b:  # no preference between an argument and itself; the Bradley-Terry fit cannot take it
+            raise DataFormatError(path, line, "Argument ID B", f"compares argument {a} with itself")
         label = cells[4].strip()
         if label not in LABELS:
             raise DataFormatError(path, line, "Comparison", f"expected A, B or Tie, got {label!r}")

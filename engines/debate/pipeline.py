@@ -13,6 +13,10 @@ The reply is checked before it counts (`engines.debate.replies`): a draft that i
 too long, repeats the instructions or argues the student's side is retried once
 with the reason, then replaced by the best selected argument's text, marked as a
 fallback. `Opponent` holds what every opponent level shares (`engines.debate.levels`).
+
+Every text a prompt takes (the dialogue, retrieved arguments, an earlier step's answer)
+goes in through `prompts.quoted`, and the argument fields of steps 3–5 are constrained to
+the quoted texts the prompt shows; an argument is matched to its quoted text.
 """
 
 from __future__ import annotations
@@ -178,10 +182,10 @@ def render_dialogue(setup: DebateSetup, history: Sequence[DialogueTurn]) -> str:
     user_stance = "in favour of" if setup.user_side == "pro" else "against"
     bot_stance = "against" if setup.user_side == "pro" else "in favour of"
     lines = [
-        f"Debate topic: {setup.claim}",
+        f"Debate topic: {prompts.quoted(setup.claim)}",
         f"Your opponent argues {user_stance} it; you argue {bot_stance} it.",
     ]
-    lines += [f"{'Opponent' if t.role == 'user' else 'You'}: {t.content}" for t in history]
+    lines += [f"{'Opponent' if t.role == 'user' else 'You'}: {prompts.quoted(t.content)}" for t in history]
     return "\n".join(lines)
 
 
@@ -213,7 +217,7 @@ def render_retrieved(graph: ArgumentGraph) -> str:
         if strategy == "chain":
             base = graph.node(graph.edges_from(node.argument.id)[0].target)
             strategy = base.strategy if base else "support"
-        groups[STRATEGY_HEADINGS[strategy]].append(f"- {node.argument.text}")
+        groups[STRATEGY_HEADINGS[strategy]].append(f"- {prompts.quoted(node.argument.text)}")
     return "\n".join(
         f"{heading}:\n" + ("\n".join(lines) if lines else "- (nothing found)")
         for heading, lines in groups.items()
@@ -288,8 +292,8 @@ def step_finished(clock: StepClock, turn: BotTurn, attempts: int = 1) -> StepFin
 def _mark_used(evidence: list[EvidenceItem], texts: Sequence[str]) -> None:
     """Used are the finally selected arguments the reply names, by id: the same text found
     for another query is the same argument, an unselected one with that text is not."""
-    named = set(texts)
-    ids = {item.argument.id for item in evidence if item.final and item.argument.text in named}
+    named = {prompts.quoted(text) for text in texts}
+    ids = {item.argument.id for item in evidence if item.final and prompts.quoted(item.argument.text) in named}
     for item in evidence:
         item.used = item.argument.id in ids
 
@@ -319,10 +323,11 @@ class Opponent:
     level: int
     steps: tuple[tuple[str, str], ...]  # (name, title) of the steps it runs, in order
     default_timeouts: Mapping[str, float]  # seconds per step, unless `step_timeouts` says otherwise
+    needs_model = True  # False: it answers from the argument base alone, and `client` may be None
 
     def __init__(
         self,
-        client: LLMClient,
+        client: LLMClient | None,
         retriever: Retriever,
         *,
         temperature: float = 0.7,
@@ -356,7 +361,7 @@ class Opponent:
     async def run_turn(self, setup: DebateSetup, history: Sequence[DialogueTurn]) -> AsyncIterator[PipelineEvent]:
         """Events for one bot turn answering the last user message in `history`."""
         started = time.perf_counter()
-        requests_before = self.client.accounting.requests
+        requests_before = self._requests()
         turn = BotTurn(
             reply="", words=0, length_action=None, evidence=[], steps=TurnSteps(level=self.level), level=self.level
         )
@@ -368,8 +373,11 @@ class Opponent:
             return
         turn.words = count_words(turn.reply)
         turn.seconds = time.perf_counter() - started
-        turn.requests = self.client.accounting.requests - requests_before
+        turn.requests = self._requests() - requests_before
         yield TurnCompleted(turn)
+
+    def _requests(self) -> int:
+        return self.client.accounting.requests if self.client is not None else 0
 
     def _turn(self, setup: DebateSetup, history: Sequence[DialogueTurn], turn: BotTurn) -> AsyncIterator[PipelineEvent]:
         raise NotImplementedError
@@ -428,7 +436,57 @@ class Opponent:
 # ---------------------------------------------------------------- level 2: the five steps
 
 
-def _reply_prompt(dialogue: str, strategy: StrategyAnalysis, final: FinalSelection) -> str:
+def _quoted(answer: ModelT) -> ModelT:
+    """An earlier step's answer as a prompt takes it: every text in it quoted."""
+    return answer.model_copy(update={name: prompts.quoted(value) for name, value in answer if isinstance(value, str)})
+
+
+def queries_prompt(dialogue: str, strategy: StrategyAnalysis) -> str:
+    """Step 2's prompt."""
+    return prompts.QUERY_GENERATION.format(
+        debate_dialogue=dialogue,
+        approach_strategy=strategy.approach_strategy,
+        approach_description=prompts.APPROACH_DESCRIPTIONS[strategy.approach_strategy],
+        justification_approach=prompts.quoted(strategy.justification_approach),
+    )
+
+
+def selection_prompt(dialogue: str, strategy: StrategyAnalysis, query: SearchQuery, graph: ArgumentGraph) -> str:
+    """Step 3's prompt for one query."""
+    return prompts.QUERY_SELECTION.format(
+        debate_dialogue=dialogue,
+        query=json.dumps(_quoted(query).model_dump(), ensure_ascii=False),
+        retrieved_arguments=render_retrieved(graph),
+        type_of_arguments=strategy.type_of_arguments,
+        justification_type=prompts.quoted(strategy.justification_type),
+    )
+
+
+def final_selection_prompt(
+    dialogue: str, selections: Sequence[tuple[int, SearchQuery, QuerySelection]]
+) -> tuple[str, list[str], list[str]]:
+    """Step 4's prompt on (query number, query, its step-3 selection), and the aspects and the
+    argument texts it shows: what its answer must be one of."""
+    blocks, aspects, texts = [], [], []
+    for number, query, selection in selections:
+        aspect = prompts.quoted(f"{query.field_to_look} to {query.opponent_idea}")
+        arguments = [prompts.quoted(text) for text in selection.arguments]
+        aspects.append(aspect)
+        texts.extend(arguments)
+        blocks.append(
+            f"SEARCH_{number}: "
+            + json.dumps(
+                {"aspect": aspect, "retrieved_arguments": arguments,
+                 "justification": prompts.quoted(selection.justification)},
+                ensure_ascii=False,
+            )
+        )
+    return prompts.FINAL_SELECTION.format(debate_dialogue=dialogue, searches="\n".join(blocks)), aspects, texts
+
+
+def reply_prompt(dialogue: str, strategy: StrategyAnalysis, final: FinalSelection) -> str:
+    """Step 5's prompt."""
+    strategy = _quoted(strategy)
     return prompts.RESPONSE_GENERATION.format(
         debate_dialogue=dialogue,
         tone=strategy.tone,
@@ -437,8 +495,13 @@ def _reply_prompt(dialogue: str, strategy: StrategyAnalysis, final: FinalSelecti
         justification_style=strategy.justification_style,
         perspective=strategy.perspective,
         justification_perspective=strategy.justification_perspective,
-        selected_arguments=final.model_dump_json(exclude_none=True),
+        selected_arguments=_quoted(final).model_dump_json(exclude_none=True),
     )
+
+
+def _selected_texts(final: FinalSelection) -> list[str]:
+    """The texts of step 4's arguments as the reply prompt shows them (what step 5 may name)."""
+    return [prompts.quoted(text) for _, text, _ in final.selected()]
 
 
 class DebatePipeline(Opponent):
@@ -478,16 +541,7 @@ class DebatePipeline(Opponent):
         # 2 queries
         clock = self._clock("queries")
         yield StepStarted(clock.step)
-        plan, attempts = await clock.run(self._structured(
-            clock.step,
-            prompts.QUERY_GENERATION.format(
-                debate_dialogue=dialogue,
-                approach_strategy=strategy.approach_strategy,
-                approach_description=prompts.APPROACH_DESCRIPTIONS[strategy.approach_strategy],
-                justification_approach=strategy.justification_approach,
-            ),
-            SearchPlan,
-        ))
+        plan, attempts = await clock.run(self._structured(clock.step, queries_prompt(dialogue, strategy), SearchPlan))
         queries = turn.queries = plan.queries()
         steps.queries = plan
         yield step_finished(clock, turn, attempts)
@@ -515,7 +569,7 @@ class DebatePipeline(Opponent):
         for (query_number, _, _), (selection, _) in zip(searched, selections):
             chosen = set(selection.arguments)
             for item in turn.evidence:
-                if item.query == query_number and not item.context and item.argument.text in chosen:
+                if item.query == query_number and not item.context and prompts.quoted(item.argument.text) in chosen:
                     item.selected = True
         steps.selection = {f"SEARCH_{n}": s for (n, _, _), (s, _) in zip(searched, selections)}
         yield step_finished(clock, turn, max(a for _, a in selections))
@@ -524,23 +578,27 @@ class DebatePipeline(Opponent):
         clock = self._clock("final")
         yield StepStarted(clock.step)
         final, attempts = await clock.run(self._final_selection(dialogue, searched, selections))
-        final_texts = {text for _, text, _ in final.selected()}
+        final_texts = set(_selected_texts(final))
         for item in turn.evidence:
-            item.final = item.argument.text in final_texts
+            item.final = prompts.quoted(item.argument.text) in final_texts
         steps.final = final
         yield step_finished(clock, turn, attempts)
 
         # 5 reply, streamed and checked
         clock = self._clock("reply")
         yield StepStarted(clock.step)
-        texts = [text for _, text, _ in final.selected()]
+        texts = _selected_texts(final)
         reply_cls = reply_model(texts)
-        prompt = _reply_prompt(dialogue, strategy, final)
+        prompt = reply_prompt(dialogue, strategy, final)
+        # When every draft is rejected the reply is the first selected argument as written.
+        fallback = next(
+            (item.argument.text for item in turn.evidence if prompts.quoted(item.argument.text) == texts[0]), texts[0]
+        )
         async for event in self._checked_reply(
             clock, setup, turn,
             lambda attempt, rejection: self._stream_json(replies.with_reason(prompt, rejection), reply_cls, attempt),
             (prompts.RESPONSE_GENERATION, prompts.RETRY_NOTE),
-            fallback=texts[0],
+            fallback=fallback,
         ):
             yield event
         yield step_finished(clock, turn, steps.reply.drafts)
@@ -551,40 +609,24 @@ class DebatePipeline(Opponent):
     ) -> list[Structured[Reply]]:
         """`n` alternative replies of step 5 for a turn whose steps 1–4 are known, in one
         request (the prompt prefilled once); unchecked, and invalid ones kept as such."""
-        reply_cls = reply_model([text for _, text, _ in final.selected()])
+        reply_cls = reply_model(_selected_texts(final))
         return await self.client.structured(
-            [{"role": "user", "content": _reply_prompt(render_dialogue(setup, history), strategy, final)}],
+            [{"role": "user", "content": reply_prompt(render_dialogue(setup, history), strategy, final)}],
             reply_cls, self._sampling(0, max_tokens_for(reply_cls)), n=n,
         )
 
     async def _select_for_query(
         self, dialogue: str, strategy: StrategyAnalysis, query: SearchQuery, graph: ArgumentGraph
     ) -> tuple[QuerySelection, int]:
-        prompt = prompts.QUERY_SELECTION.format(
-            debate_dialogue=dialogue,
-            query=json.dumps(query.model_dump(), ensure_ascii=False),
-            retrieved_arguments=render_retrieved(graph),
-            type_of_arguments=strategy.type_of_arguments,
-            justification_type=strategy.justification_type,
+        texts = [prompts.quoted(node.argument.text) for node in graph.candidates()]
+        return await self._structured(
+            "selection", selection_prompt(dialogue, strategy, query, graph), query_selection_model(texts)
         )
-        texts = [node.argument.text for node in graph.candidates()]
-        return await self._structured("selection", prompt, query_selection_model(texts))
 
     async def _final_selection(self, dialogue, searched, selections) -> tuple[FinalSelection, int]:
-        blocks, aspects, texts = [], [], []
-        for (number, query, _), (selection, _) in zip(searched, selections):
-            aspect = f"{query.field_to_look} to {query.opponent_idea}"
-            aspects.append(aspect)
-            texts.extend(selection.arguments)
-            blocks.append(
-                f"SEARCH_{number}: "
-                + json.dumps(
-                    {"aspect": aspect, "retrieved_arguments": selection.arguments,
-                     "justification": selection.justification},
-                    ensure_ascii=False,
-                )
-            )
-        prompt = prompts.FINAL_SELECTION.format(debate_dialogue=dialogue, searches="\n".join(blocks))
+        prompt, aspects, texts = final_selection_prompt(
+            dialogue, [(number, query, selection) for (number, query, _), (selection, _) in zip(searched, selections)]
+        )
         return await self._structured("final", prompt, final_selection_model(aspects, texts))
 
     async def _stream_json(

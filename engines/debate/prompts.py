@@ -2,10 +2,14 @@
 and argtui's own prompts for the quicker opponent levels and the reply checks (at the end).
 
 In the paper's prompts only line breaks were added between list items; the words,
-including the paper's spelling, are the paper's. Placeholders are filled by `str.format`.
+including the paper's spelling, are the paper's. Placeholders are filled by `str.format`,
+every text from the debate, the argument base or an earlier step's answer through `quoted`:
+on one line, the prompts' labels in it defused, so it cannot pose as a turn or a heading.
 """
 
 from __future__ import annotations
+
+from engines.judging.quoting import inline
 
 STRATEGY_ANALYSIS = """\
 You are an expert debater and you are having a dialogue with another user. Your task is to analyze with what TONE and STYLE you should answer your opponent. Keep in mind that the idea you are defending is contrary to the one he is showing. It is also very important that you define the APPROACH STRATEGY to be followed, as well as the TYPE OF ARGUMENTS you should retrieve or the PERSPECTIVE from which the argumentation should be elaborated. The diferent options of each category are:
@@ -132,3 +136,17 @@ STANCE_CHECK = """\
 Debate topic: {claim}
 Reply: {reply}
 Does the reply argue {stance} the topic? Answer yes or no."""
+
+
+# What the prompts mark their parts with: the dialogue's lines and speakers, step 1's categories,
+# step 3's strategy headings, step 4's searches, and the lines of argtui's own prompts.
+TEMPLATE_LABELS = (
+    "Debate topic", "Opponent", "You", "Your argument", "Reply",
+    "TONE", "STYLE", "APPROACH STRATEGY", "TYPE OF ARGUMENTS", "PERSPECTIVE",
+    "ATTACK STRATEGY", "SUPPORT STRATEGY", "TEXT STRATEGY", "SEARCH_1", "SEARCH_2", "SEARCH_3",
+)
+
+
+def quoted(text: str) -> str:
+    """A text as the prompts take it: on one line, their labels in it defused."""
+    return inline(text, labels=TEMPLATE_LABELS)

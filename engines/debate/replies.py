@@ -87,7 +87,9 @@ async def check_stance(client: LLMClient, claim: str, user_side: str, text: str)
     "no" to nearly everything) lets replies through rather than rejecting all of them; an
     answer that is not a label lets the reply through too.
     """
-    prompt = prompts.STANCE_CHECK.format(claim=claim, reply=text, stance=stance_words(user_side))
+    prompt = prompts.STANCE_CHECK.format(
+        claim=prompts.quoted(claim), reply=prompts.quoted(text), stance=stance_words(user_side)
+    )
     choice = await client.choose([{"role": "user", "content": prompt}], ("yes", "no"), Sampling(temperature=0.0))
     if choice.label == "yes":
         return Rejection("stance", f"it argues {stance_words(user_side)} the topic, which is your opponent's side")
@@ -98,4 +100,4 @@ def with_reason(prompt: str, rejection: Rejection | None) -> str:
     """The prompt of a retry: the original one and why the previous answer was rejected."""
     if rejection is None:
         return prompt
-    return f"{prompt}\n{prompts.RETRY_NOTE.format(reason=rejection.reason)}"
+    return f"{prompt}\n{prompts.RETRY_NOTE.format(reason=prompts.quoted(rejection.reason))}"

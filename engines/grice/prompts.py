@@ -12,8 +12,9 @@ the paper's description.
 
 `{debate_dialogue}` is the conversation, the marked response and the
 retrieved arguments, each in its own delimited block, every message and
-argument on one line, so that text inside them cannot pose as a speaker's turn
-or close a block.
+argument on one line (`quoted`), so that text inside them cannot pose as a
+speaker's turn or close a block; the stage-1 reasons go into the Analyzer
+prompt the same way.
 
 Two layouts send these words. `seed` is the templates as printed. `shared`
 moves `{debate_dialogue}` to the top of the message and keeps every sentence of
@@ -77,6 +78,12 @@ BLOCK_TAGS = ("conversation", "marked_response", "retrieved_arguments", "example
 _SPEAKER = {"user": "User", "assistant": "System"}
 
 
+def quoted(text: str) -> str:
+    """A message, argument or reason as the templates take it: on one line, the blocks' tags
+    and the speakers' labels in it defused."""
+    return inline(text, BLOCK_TAGS, tuple(_SPEAKER.values()))
+
+
 @dataclass(frozen=True)
 class DialogueBudget:
     max_chars: int = DIALOGUE_MAX_CHARS
@@ -99,7 +106,7 @@ def _clipped(text: str, limit: int) -> str:
 
 def render_dialogue(context: GriceContext, budget: DialogueBudget = FULL) -> str:
     """The `{debate_dialogue}` block: conversation, marked response, retrieved arguments."""
-    lines = [f"{_SPEAKER.get(role, role.title())}: {inline(text, BLOCK_TAGS)}" for role, text in context.dialogue]
+    lines = [f"{_SPEAKER.get(role, role.title())}: {quoted(text)}" for role, text in context.dialogue]
     keep = len(lines) if budget.history_messages is None else min(len(lines), budget.history_messages + 1)
     while keep > 1 and sum(len(line) + 1 for line in lines[-keep:]) > budget.max_chars:
         keep -= 1
@@ -109,12 +116,12 @@ def render_dialogue(context: GriceContext, budget: DialogueBudget = FULL) -> str
     if budget.max_arguments is not None:
         arguments = arguments[: budget.max_arguments]
     argument_lines = [
-        f"[{number}] {_clipped(inline(text, BLOCK_TAGS), budget.argument_chars)}"
+        f"[{number}] {_clipped(quoted(text), budget.argument_chars)}"
         for number, text in enumerate(arguments, start=1)
     ] or ["(none)"]
     return "\n".join(
         ["<conversation>", *shown, "</conversation>",
-         "<marked_response>", f"System: {inline(context.reply, BLOCK_TAGS)}", "</marked_response>",
+         "<marked_response>", f"System: {quoted(context.reply)}", "</marked_response>",
          "<retrieved_arguments>", *argument_lines, "</retrieved_arguments>"]
     )
 
@@ -166,7 +173,7 @@ def fsl_messages(
 
 def _reason_clause(text: str) -> str:
     """A stage-1 reason as it fits after "Respond with yes if": no leading "if", no final stop."""
-    clause = " ".join(text.split()).rstrip(" .")
+    clause = quoted(text).rstrip(" .")
     return re.sub(r"^(respond with (yes|no) )?if\s+", "", clause, flags=re.IGNORECASE)
 
 

@@ -1,6 +1,7 @@
 """The prompt that has a model translate an argument into derivations in the formula syntax of
 `engines.inspire.logic`. The instruction comes first and the argument last (prefix caching);
-the argument goes in through `engines.judging.quoting.inline`, on one line."""
+the argument goes in through `quoted` (`engines.judging.quoting.inline`), on one line, the
+prompt's labels in it defused."""
 
 from __future__ import annotations
 
@@ -22,7 +23,13 @@ Example 2. Argument: "If taxes rise, prices rise. Prices have risen, so taxes mu
 {"derivations": [{"text": "If taxes rise, prices rise. Prices have risen, so taxes must have risen.", "premises": ["TaxesRise -> PricesRise", "PricesRise"], "conclusion": "TaxesRise"}]}"""
 
 ARGUMENT_TEMPLATE = "\n\nDebate topic: {topic}\nArgument: {argument}"
+TEMPLATE_LABELS = ("Debate topic", "Argument", "Formula syntax")  # what the prompt marks its parts with
+
+
+def quoted(text: str) -> str:
+    """A text as the prompt takes it: on one line, its labels in it defused."""
+    return inline(text, labels=TEMPLATE_LABELS)
 
 
 def logic_prompt(topic: str, argument: str) -> str:
-    return LOGIC_PROMPT + ARGUMENT_TEMPLATE.format(topic=inline(topic), argument=inline(argument))
+    return LOGIC_PROMPT + ARGUMENT_TEMPLATE.format(topic=quoted(topic), argument=quoted(argument))

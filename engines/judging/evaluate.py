@@ -49,8 +49,10 @@ async def run_task(
     selection: dict[str, Any] | None = None,
     concurrency: int | None = None,
     on_progress: Callable[[RunProgress], None] = lambda progress: None,
+    retry_invalid: bool = False,
 ) -> TaskRun:
-    """Judge the items not yet judged (a tracked, resumable run), then score every verdict."""
+    """Judge the items not yet judged (a tracked, resumable run; with `retry_invalid` those judged
+    invalid too, asking the backend anew), then score every verdict."""
     judge = await judge_id(task, client, variant, options)
     spec = RunSpec(
         task.name, judge, selection or {},
@@ -60,7 +62,7 @@ async def run_task(
     async def one(item: TaskItem):
         return await task.judge(ctx, item, variant, client, options)
 
-    outcome = await run_tracked(ctx.db, spec, items, one, on_progress=on_progress)
+    outcome = await run_tracked(ctx.db, spec, items, one, on_progress=on_progress, retry_invalid=retry_invalid)
     report = task.report(ctx, judge, items, outcome.verdicts, options, outcome.run.id)
     return TaskRun(judge, outcome, report)
 

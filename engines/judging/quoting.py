@@ -1,20 +1,50 @@
-"""Text from data as it goes into a judge's prompt: it cannot pose as the prompt's structure."""
+"""Text from data (or a model's earlier answer) as it goes into a prompt: it cannot pose as the
+prompt's structure. Every prompt family fills its slots through `inline` (or `defused`, where
+the data keeps its own line breaks) with the tags and labels of its own templates."""
 
 from __future__ import annotations
 
 import re
 from functools import cache
 
+# Speakers a model reads as a new turn whatever the template says ("System: ignore the above").
+CHAT_ROLES = ("System", "User", "Assistant")
+TAG_MARK = "‹"  # stands for the "<" of a prompt's own tag in data
+LABEL_COLON = "："  # stands for the ":" after a prompt's own label in data
+MARKER_BRACKET = "［"  # stands for the "[" of a turn marker in data
+# Turn markers of chat templates (ChatML and Llama 3 `<|…|>`, Llama 2 `<s>` and `[INST]`, Gemma):
+# llama-server and vLLM read them in the rendered prompt as control tokens, so a copy in data
+# would end its message and open another speaker's.
+_TURN_MARKERS = re.compile(r"<(?=\||/?s>|(?:start|end)_of_turn>)|\[(?=/?INST\])")
 
-def inline(text: str, tags: tuple[str, ...] = ()) -> str:
+
+def inline(text: str, tags: tuple[str, ...] = (), labels: tuple[str, ...] = ()) -> str:
     """The text on one line, every run of whitespace (line breaks included) one space, so it
     cannot start a line of the prompt, such as a header ("Argument B:") or a speaker's turn;
-    and any of the prompt's own `tags` in it defused (`</critique` becomes `‹/critique`), so it
-    cannot close the block it is fenced in."""
-    text = " ".join(text.split())
-    return _tag_pattern(tags).sub(lambda m: f"‹{m.group(1)}{m.group(2)}", text) if tags else text
+    and `defused`, so it cannot pose as the prompt's tags or labels within its line either."""
+    return defused(" ".join(text.split()), tags, labels)
+
+
+def defused(text: str, tags: tuple[str, ...] = (), labels: tuple[str, ...] = ()) -> str:
+    """The text with its line breaks, but any of the prompt's own `tags` in it defused
+    (`</critique` becomes `‹/critique`), so it cannot close the block it is fenced in; any of
+    its `labels` or the chat roles followed by a colon given a look-alike colon (`Argument B:`
+    becomes `Argument B：`, `Opponent (Claim):` `Opponent (Claim)：`), so it cannot pose as the
+    prompt's own label; and chat-template turn markers defused (`<|im_start|>` becomes
+    `‹|im_start|>`). Quoting twice gives what quoting once gives."""
+    text = _TURN_MARKERS.sub(lambda m: TAG_MARK if m.group() == "<" else MARKER_BRACKET, text)
+    if tags:
+        text = _tag_pattern(tags).sub(lambda m: f"{TAG_MARK}{m.group(1)}{m.group(2)}", text)
+    return _label_pattern(CHAT_ROLES + labels).sub(lambda m: m.group(1) + LABEL_COLON, text)
 
 
 @cache
 def _tag_pattern(tags: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile(r"<(/?)(" + "|".join(map(re.escape, tags)) + r")\b", re.IGNORECASE)
+
+
+@cache
+def _label_pattern(labels: tuple[str, ...]) -> re.Pattern[str]:
+    # A label's words may be apart by any whitespace; a parenthesised note may come before the colon.
+    names = "|".join(r"\s+".join(map(re.escape, label.split())) for label in sorted(labels, key=len, reverse=True))
+    return re.compile(r"(?<!\w)((?:" + names + r")(?:\s*\([^()]*\))?\s*):", re.IGNORECASE)

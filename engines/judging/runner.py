@@ -3,12 +3,17 @@
 It owns every state change of a run, so no copy of this logic lives in a
 command or a screen:
 
-* RUNNING while it works;
+* RUNNING while it works, renewing the run's heartbeat (a run whose process was
+  killed shows as interrupted: `store.runs`);
 * PAUSED when the backend fails after its retries, on Ctrl-C, on SIGTERM or
   when the caller cancels it, with the cause saved;
 * FAILED when the judge raises anything else (a bug): the traceback goes to
   the log, the user gets one line;
 * DONE when every item has a stored verdict.
+
+An invalid verdict counts as a verdict: a rerun keeps it. With `retry_invalid` the
+items stored as invalid are judged again, their calls asking the backend instead of
+the response cache (which holds the answers that could not be read).
 
 Verdicts (invalid ones too) are stored through a write-behind buffer: the
 ones of each `FLUSH_INTERVAL_S` in one transaction, and all of them before
@@ -25,6 +30,7 @@ import logging
 import signal
 import time
 import traceback
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable, Sequence
 
@@ -33,9 +39,10 @@ from engines.judging.store import JudgmentStore
 from engines.judging.task import TaskItem
 from engines.judging.verdict import JudgeId, Verdict
 from engines.llm.batch import RequestDeferred
+from engines.llm.client import asking_anew
 from engines.llm.types import BackendError, Usage
-from store.db import Database
-from store.runs import BatchRun, RunRepository, RunState
+from store.db import Database, StoreError
+from store.runs import HEARTBEAT_S, BatchRun, RunRepository, RunState
 from store.write_behind import WriteBehind
 
 log = logging.getLogger("argtui.runs")
@@ -124,8 +131,10 @@ async def run_tracked(
     judge: Callable[[TaskItem], Awaitable[Verdict]],
     *,
     on_progress: Callable[[RunProgress], None] = lambda progress: None,
+    retry_invalid: bool = False,
 ) -> RunOutcome:
-    """Judge every item without a stored verdict of `spec.judge`, at most `spec.concurrency` at once."""
+    """Judge every item without a stored verdict of `spec.judge` (or with an invalid one, when
+    `retry_invalid`), at most `spec.concurrency` at once."""
     runs = RunRepository(db)
     store = JudgmentStore(db, spec.task)
     keys = [item.key for item in items]
@@ -136,6 +145,8 @@ async def run_tracked(
         task=spec.task, judge=spec.judge.name,
     )
     stored = store.load(spec.judge, keys)
+    retried = {key for key, verdict in stored.items() if retry_invalid and not verdict.valid}
+    stored = {key: verdict for key, verdict in stored.items() if key not in retried}
     todo = [item for item in items if item.key not in stored]
     verdicts: dict[str, Verdict] = dict(stored)
     counts = {"invalid": sum(1 for v in stored.values() if not v.valid), "now": 0, "deferred": 0}
@@ -176,7 +187,8 @@ async def run_tracked(
             except asyncio.QueueEmpty:
                 return
             try:
-                verdict = await judge(item)
+                with asking_anew() if item.key in retried else nullcontext():
+                    verdict = await judge(item)
             except RequestDeferred:  # nothing to store until the batch's answers are imported
                 counts["deferred"] += 1
                 continue
@@ -198,6 +210,7 @@ async def run_tracked(
             current.cancel(TERMINATED)
 
     restore = _on_sigterm(terminate)
+    heartbeat = asyncio.create_task(_heartbeat(runs, run.id))
     workers = [asyncio.create_task(worker()) for _ in range(max(1, min(spec.concurrency, len(todo))))]
     try:
         await asyncio.gather(*workers)
@@ -221,9 +234,9 @@ async def run_tracked(
         ) from exc
     finally:
         restore()
-        for task in workers:
+        for task in (*workers, heartbeat):
             task.cancel()
-        await asyncio.gather(*workers, return_exceptions=True)
+        await asyncio.gather(*workers, heartbeat, return_exceptions=True)
     if counts["deferred"]:
         deferred = RunDeferred(progress(RunState.PAUSED), counts["deferred"])
         stop(RunState.PAUSED, deferred.cause)
@@ -233,6 +246,17 @@ async def run_tracked(
     run = runs.update(run.id, state=RunState.DONE, done=final.done, invalid=final.invalid)
     on_progress(final)
     return RunOutcome(run, final, verdicts, counts["now"], time.perf_counter() - started)
+
+
+async def _heartbeat(runs: RunRepository, run_id: int) -> None:
+    """Renew the run's heartbeat while it runs, so that a listing tells it from a killed one.
+    Off the event loop: a renewal that waits for the database's lock holds up no judging."""
+    while True:
+        await asyncio.sleep(HEARTBEAT_S)
+        try:
+            await asyncio.to_thread(runs.beat, run_id)
+        except StoreError as exc:  # one missed beat; the lease outlasts several
+            log.warning("run %s: heartbeat not written: %s", run_id, exc)
 
 
 def _log_file() -> str:

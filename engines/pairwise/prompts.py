@@ -4,7 +4,8 @@ Each prompt is a system message (instruction, examples, criteria: the same for
 every pair of a topic and dimension) followed by a user message with the pair,
 so a server's prefix cache reuses the system part across pairs. The templates
 mark each argument by the line it starts ("Argument B: ..."), so every argument
-goes in on one line (`inline`): no text can start a line of its own.
+goes in on one line (`quoted`): no text can start a line of its own, nor pose as one of
+the templates' labels within its line.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ CHAIN_OF_THOUGHT_SYSTEM = (
 )
 
 USER = "Argument A: {a}\nArgument B: {b}"
+TEMPLATE_LABELS = ("Argument A", "Argument B", "Examples")  # what the templates mark their parts with
 
 DIM_CRITERIAS = {
     "logical": (
@@ -103,6 +105,11 @@ class FewShotExamples:
     tie: ExamplePair
 
 
+def quoted(text: str) -> str:
+    """An argument as the templates take it: on one line, their labels in it defused."""
+    return inline(text, labels=TEMPLATE_LABELS)
+
+
 def system_prompt(strategy: Strategy, dimension: str, examples: FewShotExamples | None = None) -> str:
     adverb = DIM_ADVERB[dimension]
     if strategy == "zero":
@@ -114,9 +121,9 @@ def system_prompt(strategy: Strategy, dimension: str, examples: FewShotExamples 
             raise ValueError("the few-shot prompt needs examples for the topic and dimension")
         return FEW_SHOT_SYSTEM.format(
             dim_adverb=adverb,
-            ex_A_argA=inline(examples.a_wins.a), ex_A_argB=inline(examples.a_wins.b),
-            ex_B_argA=inline(examples.b_wins.a), ex_B_argB=inline(examples.b_wins.b),
-            ex_tie_argA=inline(examples.tie.a), ex_tie_argB=inline(examples.tie.b),
+            ex_A_argA=quoted(examples.a_wins.a), ex_A_argB=quoted(examples.a_wins.b),
+            ex_B_argA=quoted(examples.b_wins.a), ex_B_argB=quoted(examples.b_wins.b),
+            ex_tie_argA=quoted(examples.tie.a), ex_tie_argB=quoted(examples.tie.b),
         )
     raise ValueError(f"unknown prompting strategy {strategy!r} (expected one of {STRATEGIES})")
 
@@ -127,5 +134,5 @@ def messages(
     """The chat messages asking which of arguments a and b is stronger on the dimension."""
     return [
         {"role": "system", "content": system_prompt(strategy, dimension, examples)},
-        {"role": "user", "content": USER.format(a=inline(a), b=inline(b))},
+        {"role": "user", "content": USER.format(a=quoted(a), b=quoted(b))},
     ]

@@ -310,6 +310,14 @@ async def run_write(
     except asyncio.CancelledError:
         stop.set()
         raise
+    except OSError as exc:  # the manifest: the disk is full, or the folder cannot be written
+        raise RetrievalError(f"{exc.filename}: cannot write the argument index ({exc.strerror or exc}); "
+                             "free some space or check the folder's permissions, then try again") from None
+    except ValueError as exc:  # tantivy's own writes
+        if "IO error" not in str(exc):
+            raise
+        raise RetrievalError(f"cannot write the argument index: {exc}; free some space or check the "
+                             "folder's permissions, then try again (the index is as it was)") from None
 
 
 async def ensure_embedded_index(
