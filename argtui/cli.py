@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import importlib
 import os
 import pkgutil
@@ -45,7 +46,8 @@ class CommandModule:
     help: str | None  # what `register` passes as help=, when the source says it plainly
 
 
-def command_modules() -> list[CommandModule]:
+@functools.cache  # read once per process: the modules do not change while it runs
+def command_modules() -> tuple[CommandModule, ...]:
     """Every command module, the eval group's generator first (the other groups' members join it)."""
     folder = Path(argtui.commands.__path__[0])
     found = []
@@ -55,7 +57,7 @@ def command_modules() -> list[CommandModule]:
             found.append(CommandModule(name, group, GROUPS[group]))
         else:
             found.append(CommandModule(name, *_declared_parser(folder / f"{name}.py", name)))
-    return sorted(found, key=lambda c: c.module != "eval")
+    return tuple(sorted(found, key=lambda c: c.module != "eval"))
 
 
 def _declared_parser(path: Path, module: str) -> tuple[str, str | None]:

@@ -21,7 +21,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -69,8 +71,6 @@ async def measure(build: Build, prompt: str, requests: int, predict: int, thread
     server = ManagedServer(build.name, command, port, log, env={"OMP_WAIT_POLICY": "PASSIVE", **build.env})
     try:
         build.start_s.append(await server.wait_ready(120))
-        build.system_info = next((line.strip() for line in log.read_text(errors="replace").splitlines()
-                                  if "system_info" in line), build.system_info)
         async with httpx.AsyncClient(timeout=300) as http:
             url = f"http://127.0.0.1:{port}/completion"
             body = {"prompt": prompt, "n_predict": predict, "temperature": 0, "cache_prompt": False,
@@ -82,6 +82,17 @@ async def measure(build: Build, prompt: str, requests: int, predict: int, thread
                 build.predicted_tps.append(timings["predicted_per_second"])
     finally:
         server.stop()
+
+
+def system_info(build: Build) -> str:
+    """The build's system_info line (the CPU kernels it runs), which llama-server prints at verbosity 4."""
+    command = [str(build.binary), "--model", str(find_model()), "--port", str(free_loopback_port()), "--verbosity", "4"]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          env={**os.environ, **build.env}) as server:
+        try:
+            return next((line.strip() for line in server.stdout if "system_info" in line), "")
+        finally:
+            server.kill()
 
 
 def main() -> None:
@@ -97,6 +108,8 @@ def main() -> None:
     if args.smoke:
         args.rounds, args.requests, args.prompt_tokens, args.predict = 1, 1, 64, 16
     builds = [parse_build(text) for text in args.build]
+    for build in builds:
+        build.system_info = system_info(build)
     prompt = " ".join(WORDS[i % len(WORDS)] for i in range(args.prompt_tokens))  # about one token a word
     for round_number in range(args.rounds):
         for build in builds:

@@ -151,7 +151,8 @@ class CritiqueImport(SQLModel, table=True):
 
     id: str = Field(primary_key=True)
     started_at: datetime = Field(default_factory=_now)
-    host: str = Field(default="", description="the host of the importing process")
+    host: str = Field(default="", sa_column_kwargs={"server_default": ""},  # as the migration gives older databases
+                      description="the host of the importing process")
     pid: int | None = Field(default=None, description="the importing process")
 
 

@@ -68,7 +68,9 @@ class BatchRun(SQLModel, table=True):
     error: str | None = None
     created_at: datetime = Field(default_factory=_now)
     updated_at: datetime = Field(default_factory=_now)
-    host: str = Field(default="", description="the host of the process that runs (or last ran) it")
+    # The same server default as the migration gives older databases: rows written before it stay valid.
+    host: str = Field(default="", sa_column_kwargs={"server_default": ""},
+                      description="the host of the process that runs (or last ran) it")
     pid: int | None = Field(default=None, description="that process's id")
     heartbeat_at: datetime | None = Field(default=None, description="when that process last said it runs it")
 

@@ -179,6 +179,20 @@ def offline_backend(argtui_home) -> str:
 
 
 @pytest.fixture
+def offline_config(argtui_home) -> Path:
+    """A config file whose default backend is a closed port, so no model server starts."""
+    from engines.llm.servers import free_loopback_port
+
+    argtui_home.mkdir(parents=True, exist_ok=True)
+    config = argtui_home / "config.toml"
+    config.write_text(
+        'default_backend = "offline"\n[backends.offline]\nkind = "openai"\n'
+        f'base_urls = ["http://127.0.0.1:{free_loopback_port()}/v1"]\nretries = 0\ntimeout_s = 2\n'
+    )
+    return config
+
+
+@pytest.fixture
 def until():
     """`await until(pilot, condition, timeout_s=60)`: let the app run until condition() holds."""
 

@@ -17,6 +17,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+import pytest
+
 from engines.llm.servers import free_loopback_port
 
 SERVICE_USER = "postgres"
@@ -29,6 +31,18 @@ def postgres_binaries() -> Path | None:
         return Path(found[-1]).parent
     initdb = shutil.which("initdb")
     return Path(initdb).parent if initdb and shutil.which("pg_ctl") else None
+
+
+def require_postgres_binaries() -> Path:
+    """The server binaries' folder; a test without them fails on CI (which installs them) and is
+    skipped elsewhere, saying how to install them."""
+    found = postgres_binaries()
+    if found is None:
+        reason = "no PostgreSQL server binaries (initdb, pg_ctl): apt-get install postgresql"
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return found
 
 
 class PostgresCluster:

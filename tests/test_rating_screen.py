@@ -18,9 +18,8 @@ from textual.widgets import DataTable, OptionList, Static
 from argtui.app import ArgtuiApp
 from engines.critiques.demo import DEMO_PATH
 from engines.critiques.files import export_records, import_critiques
-from engines.llm.servers import free_loopback_port
 from fakes import SmallDisk, lock_held_elsewhere
-from postgres_cluster import PostgresCluster, postgres_binaries
+from postgres_cluster import PostgresCluster, require_postgres_binaries
 from screens.agreement import AgreementScreen
 from screens.rating import RatingScreen, TextPrompt
 from store import Database
@@ -30,13 +29,8 @@ RATED = "7896196"  # centrality .7, strength .8, correctness .9, clarity .6, dea
 
 
 @pytest.fixture(autouse=True)
-def unreachable_backend(argtui_home) -> None:
+def unreachable_backend(offline_config) -> None:
     """No model is needed here: the app's backend probe fails at once instead of starting llama-server."""
-    argtui_home.mkdir(parents=True, exist_ok=True)
-    (argtui_home / "config.toml").write_text(
-        'default_backend = "offline"\n[backends.offline]\nkind = "openai"\n'
-        f'base_urls = ["http://127.0.0.1:{free_loopback_port()}/v1"]\nretries = 0\ntimeout_s = 2\n'
-    )
 
 
 def status(app: ArgtuiApp) -> str:
@@ -356,11 +350,7 @@ async def test_a_lock_held_by_another_program_does_not_freeze_the_keys_and_the_r
 
 
 async def test_postgres_stopped_keeps_the_rating_and_enter_saves_it_once_the_server_is_back(monkeypatch):
-    if postgres_binaries() is None:
-        reason = "no PostgreSQL server binaries (initdb, pg_ctl): apt-get install postgresql"
-        if os.environ.get("CI"):
-            pytest.fail(reason)
-        pytest.skip(reason)
+    require_postgres_binaries()
     cluster = PostgresCluster()
     cluster.start()
     try:

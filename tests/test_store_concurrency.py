@@ -27,7 +27,6 @@ import store.db
 from argtui.app import ArgtuiApp
 from engines.critiques.demo import DEMO_PATH
 from engines.critiques.files import import_critiques
-from engines.llm.servers import free_loopback_port
 from fakes import FakeServer, chat_reply
 from screens.rating import RatingScreen
 from store import Database, StoreError
@@ -82,18 +81,6 @@ def assert_intact(db: Database) -> None:
 
 def argtui(*args: str) -> list[str]:
     return [sys.executable, "-m", "argtui", *args]
-
-
-@pytest.fixture
-def offline_config(argtui_home) -> Path:
-    """A config whose default backend is a closed port, so the app starts no model server."""
-    argtui_home.mkdir(parents=True, exist_ok=True)
-    config = argtui_home / "config.toml"
-    config.write_text(
-        'default_backend = "offline"\n[backends.offline]\nkind = "openai"\n'
-        f'base_urls = ["http://127.0.0.1:{free_loopback_port()}/v1"]\nretries = 0\ntimeout_s = 2\n'
-    )
-    return config
 
 
 # ---------------------------------------------------------------------- SQLite's write lock

@@ -38,7 +38,7 @@ from engines.judging.task import TaskItem
 from engines.judging.verdict import JudgeId, Verdict
 from engines.llm.servers import free_loopback_port
 from fakes import FakeServer, Reply, SmallDisk, blackhole, chat_reply, lock_held_elsewhere
-from postgres_cluster import PostgresCluster, postgres_binaries
+from postgres_cluster import PostgresCluster, require_postgres_binaries
 from screens.runs import RunsScreen
 from store import Database, StoreError
 from store.critiques import (
@@ -90,18 +90,6 @@ def critique_count(db: Database) -> int:
 
 
 @pytest.fixture
-def offline_config(argtui_home) -> Path:
-    """A config whose default backend is a closed port, so no model server starts."""
-    argtui_home.mkdir(parents=True, exist_ok=True)
-    config = argtui_home / "config.toml"
-    config.write_text(
-        'default_backend = "offline"\n[backends.offline]\nkind = "openai"\n'
-        f'base_urls = ["http://127.0.0.1:{free_loopback_port()}/v1"]\nretries = 0\ntimeout_s = 2\n'
-    )
-    return config
-
-
-@pytest.fixture
 def small_disk(tmp_path) -> SmallDisk:
     try:
         with SmallDisk(tmp_path / "small-disk") as disk:
@@ -113,11 +101,7 @@ def small_disk(tmp_path) -> SmallDisk:
 @pytest.fixture(scope="module")
 def own_postgres() -> PostgresCluster:
     """A PostgreSQL server for this module alone: its tests kill it."""
-    if postgres_binaries() is None:
-        reason = "no PostgreSQL server binaries (initdb, pg_ctl): apt-get install postgresql"
-        if os.environ.get("CI"):
-            pytest.fail(reason)
-        pytest.skip(reason)
+    require_postgres_binaries()
     cluster = PostgresCluster()
     cluster.start()
     yield cluster
