@@ -66,8 +66,10 @@ def cmake_flags() -> list[str]:
 
 
 def build_identity(flags: list[str]) -> str:
+    """The build's name: the include's contents count, not where the checkout lies."""
     digest = hashlib.sha256()
-    for part in (VERSION, machine(), *flags, SERVER_ONLY.read_text()):
+    named = [flag for flag in flags if not flag.startswith("-DCMAKE_PROJECT_INCLUDE=")]
+    for part in (VERSION, machine(), *named, SERVER_ONLY.read_text()):
         digest.update(part.encode() + b"\0")
     return f"{VERSION}-{machine()}-{digest.hexdigest()[:16]}"
 

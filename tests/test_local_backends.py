@@ -62,6 +62,8 @@ def test_the_build_identity_follows_its_flags(monkeypatch):
     monkeypatch.setenv("ARGTUI_LLAMA_CMAKE_ARGS", "-DGGML_VULKAN=ON")
     vulkan = build.build_identity(build.cmake_flags())
     assert plain != vulkan and plain.startswith(build.VERSION)
+    moved = [flag.replace(str(ROOT), "/elsewhere") for flag in build.cmake_flags()]
+    assert build.build_identity(moved) == vulkan  # a checkout in another folder reuses the build
     assert "-DGGML_NATIVE=OFF" in build.cmake_flags()
     if build.machine() == "x86_64":
         assert {"-DGGML_AVX2=ON", "-DGGML_AVX512=OFF", "-DGGML_AMX_INT8=OFF"} <= set(build.cmake_flags())
