@@ -36,13 +36,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from argtui.config import embedded_profile  # noqa: E402
+from argtui.runtime import Runtime  # noqa: E402
+from engines.debate.exchange import BotProgress, DebateExchange  # noqa: E402
 from engines.debate.levels import FULL_LEVEL, LEVELS, get_level  # noqa: E402
-from engines.debate.pipeline import ReplyProgress, ReplyRejected, TurnCompleted, TurnFailed  # noqa: E402
-from engines.debate.session import DEFAULT_GRICE_STRATEGY, DebateSession  # noqa: E402
+from engines.debate.opponent import ReplyProgress, ReplyRejected, TurnCompleted, TurnFailed  # noqa: E402
+from engines.debate.session import DEFAULT_GRICE_STRATEGY, DebateSession, JudgingChoice  # noqa: E402
 from engines.llm.client import LLMClient  # noqa: E402
 from engines.llm.embedded import embedded_server  # noqa: E402
 from engines.retrieval import RetrievalSettings, open_retriever  # noqa: E402
-from store import Database  # noqa: E402
+from engines.tasks.debate_judges import TaskJudges  # noqa: E402
 from store.debates import DebateRepository  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "bench_debate_levels.json"
@@ -56,7 +58,7 @@ SCRIPT = (
 COMPONENT_METHOD = "mad"  # the screen's default
 
 
-async def one_turn(session: DebateSession, message: str, concurrent: bool) -> dict:
+async def one_turn(exchange: DebateExchange, message: str) -> dict:
     entered = time.perf_counter()
     first_text: float | None = None
     complete: float | None = None
@@ -64,6 +66,7 @@ async def one_turn(session: DebateSession, message: str, concurrent: bool) -> di
 
     def follow(event) -> None:
         nonlocal first_text, complete
+        event = event.event if isinstance(event, BotProgress) else event
         if isinstance(event, ReplyProgress) and event.text and first_text is None:
             first_text = time.perf_counter() - entered
         elif isinstance(event, ReplyRejected):
@@ -71,7 +74,7 @@ async def one_turn(session: DebateSession, message: str, concurrent: bool) -> di
         elif isinstance(event, (TurnCompleted, TurnFailed)):
             complete = time.perf_counter() - entered
 
-    result = await session.exchange(message, follow, concurrent=concurrent)
+    result = await exchange.send(message, follow)
     everything = time.perf_counter() - entered
     outcome, failure = result.bot, result.failure
     return {
@@ -108,8 +111,9 @@ async def main(levels: list[int], sequential: bool) -> dict:
         profile = embedded_profile().model_copy(update={"base_urls": [server.url]})
         one_at_a_time = profile.model_copy(update={"max_concurrency": 1})
         retriever = await open_retriever(RetrievalSettings(), folder / "data")
-        db = Database(folder / "bench.sqlite3")
-        repository = DebateRepository(db)
+        os.environ["ARGTUI_HOME"] = str(folder)  # the judgments go to the folder's database
+        runtime = Runtime()
+        repository = DebateRepository(runtime.db)
         runs = [(number, "concurrent") for number in levels]
         if sequential and FULL_LEVEL in levels:
             runs.append((FULL_LEVEL, "sequential"))
@@ -118,8 +122,12 @@ async def main(levels: list[int], sequential: bool) -> dict:
             # No response cache: every row asks the model afresh.
             client = LLMClient(profile if order == "concurrent" else one_at_a_time)
             debate = repository.create(CLAIM, SIDE, backend=profile.name, level=number)
-            session = DebateSession(repository, debate, client, retriever, component_method=COMPONENT_METHOD)
-            turns = [await one_turn(session, message, order == "concurrent") for message in SCRIPT]
+            session = DebateSession(repository, debate, client, retriever,
+                                    choice=JudgingChoice(component_method=COMPONENT_METHOD))
+            # The Coach is the screen's, not part of what these rows compare.
+            exchange = DebateExchange(session, TaskJudges(runtime, client), coach=False,
+                                      concurrent=order == "concurrent")
+            turns = [await one_turn(exchange, message) for message in SCRIPT]
             await client.aclose()
             results[f"{number} {order}"] = {
                 "level": number,
@@ -141,7 +149,7 @@ async def main(levels: list[int], sequential: bool) -> dict:
                 "turns": turns,
             }
         await retriever.aclose()
-        db.close()
+        await runtime.aclose()
     finally:
         server.stop()
     return {

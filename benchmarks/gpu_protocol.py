@@ -40,7 +40,7 @@ from engines.judging.evaluate import run_task  # noqa: E402
 from engines.llm.client import LLMClient  # noqa: E402
 from engines.llm.profile import BackendProfile  # noqa: E402
 from engines.pairwise.prompts import STRATEGIES  # noqa: E402
-from engines.tasks.pairwise import TASK  # noqa: E402
+from engines.tasks.pairwise import TASK, PairwiseOptions  # noqa: E402
 from store import Database  # noqa: E402
 
 PAIRS_PER_DIMENSION = 13_952
@@ -154,11 +154,9 @@ class _Context:
         return None
 
 
-def task_options(prompts: Sequence[str], sample: int, **overrides) -> argparse.Namespace:
+def task_options(prompts: Sequence[str], sample: int, **overrides) -> PairwiseOptions:
     """The pairwise task's options at their defaults, as `argtui eval pairwise` builds them."""
-    values = {option.name: option.default for option in TASK.options}
-    values.update(limit=sample, seed=0, output=None, variant=list(prompts), judge=None, bootstrap=0, **overrides)
-    return argparse.Namespace(**values)
+    return PairwiseOptions.from_values({"limit": sample, "variant": list(prompts), "bootstrap": 0, **overrides})
 
 
 async def measure(profile: BackendProfile, prompts: Sequence[str], sample: int) -> ProtocolMeasurement:

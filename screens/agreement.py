@@ -3,6 +3,8 @@ judge, each rater against the mean of the others, and every rater's progress."""
 
 from __future__ import annotations
 
+from typing import Mapping
+
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -21,6 +23,7 @@ from engines.critiques.agreement import (
 )
 from engines.critiques.judges import TASK_NAME as CRITIQUES
 from engines.critiques.report import build_report, rater_names
+from engines.judging.verdict import JudgeId
 from screens.demo_notice import DemoNotice
 from screens.glossary import JudgeName
 from screens.modes import Mode
@@ -97,19 +100,19 @@ class AgreementScreen(Screen):
         self.report = report
         self._heading(report.reference, "r: next reference · f: first/latest")
         self.query_one("#title-reference", Static).update(Text(f"Against {report.reference}"))
-        self._fill(self.query_one("#versus-reference", DataTable), report.versus_reference)
-        self._fill(self.query_one("#versus-others", DataTable), report.versus_others)
+        self._fill(self.query_one("#versus-reference", DataTable), report.versus_reference, report.judges)
+        self._fill(self.query_one("#versus-others", DataTable), report.versus_others, report.judges)
         progress = self.query_one("#progress", DataTable)
         progress.clear()
         for p in report.progress:
             progress.add_row(Text(p.rater), Text(p.kind), str(p.rated), str(p.total))
 
     @staticmethod
-    def _fill(table: DataTable, rows: list[Comparison]) -> None:
+    def _fill(table: DataTable, rows: list[Comparison], judges: Mapping[str, JudgeId]) -> None:
         table.clear()
         for row, (name, *numbers) in zip(rows, table_rows(rows)):
             if row.kind == "judge":  # the model on one line, the prompt's plain name on the next
-                judge = JudgeName.parse(CRITIQUES, row.compared)
+                judge = JudgeName(CRITIQUES, judges[row.compared])
                 name = f"{judge.backend}\n{judge.short_variant} ({row.kind})"
             table.add_row(Text(name), *(Text(cell, justify="right") for cell in numbers), height=2)
 

@@ -2,7 +2,10 @@
 
 The tasks come from the task registry (`engines.judging.task.tasks()`), so
 every judge task appears here with no edit to this screen. A judge column is
-a backend profile with one of the task's variants. Drawing
+a backend profile with one of the task's variants; every column answers with the
+task's options as set in the Options dialog (o), generated from the task's options
+model like the flags of `argtui eval`. The item is laid out as the task presents it
+(two compared texts side by side, the span under judgment emphasised). Drawing
 an item starts every column at once (each in its own worker); each card fills
 in with its label, distribution and time as its answer arrives. The reference
 (expert / gold) answer stays hidden until asked for. Every answer is stored as a
@@ -13,8 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 from rich.text import Text
@@ -24,19 +26,25 @@ from textual.binding import Binding
 from textual.containers import Horizontal, HorizontalScroll, Vertical, VerticalScroll
 from textual.events import Resize
 from textual.screen import ModalScreen
+from textual.timer import Timer
 from textual.widgets import Footer, Header, Select, SelectionList, Static
+from textual.worker import Worker, WorkerState
 
-from engines.components.formatting import TARGET_CLOSE, TARGET_OPEN
 from engines.errors import ArgtuiError
 from engines.judging.evaluate import judge_id
 from engines.judging.store import JudgmentStore, arena_key
-from engines.judging.task import Task, TaskItem, default_options, tasks
+from engines.judging.options import TaskOptions
+from engines.judging.task import ItemSide, Task, TaskItem, default_options, tasks
 from engines.judging.verdict import Verdict
+from engines.llm.types import Usage, UsageMeter
+from engines.timing import Stopwatch, timed
 from screens.demo_notice import DemoNotice
 from screens.glossary import titled_variant, variant_short
 from screens.modes import Mode
 from screens.navigation import StepsBack, escape_bindings, typing
 from screens.services import backend_name, services
+from screens.task_options import OptionsDialog
+from screens.ui_state import load_ui_state, remember
 from screens.widgets.distribution import distribution_bars
 from store import StoreError
 
@@ -46,9 +54,7 @@ MIN_PROFILE_CHARS = 4  # of a profile cut in a narrow card's title ("vll…"); f
 TITLE_MARGIN = 4  # a card's title sits between its corners (of its outer size) with a space each side
 TARGET_STYLE = "bold reverse"
 NOTICE_KEY = "F8"  # as on the Debate screen
-# Two compared texts (a pairwise item's "Argument A (…):" and "Argument B (…):" paragraphs)
-# are shown side by side, so both are in view at 80×24.
-SIDE_HEADING = re.compile(r"^Argument [A-Z]\b")
+CLOCK_S = 1.0  # a judging card's clock and answer count advance at this pace
 
 
 @dataclass(frozen=True)
@@ -72,25 +78,18 @@ class JudgeColumn:
         return variant if len(variant) <= width else variant[: max(width - 1, 0)] + "…"
 
 
-def item_text(body: str) -> Text:
-    """An item's plain text with the span under judgment (the classifier's <TARGET> tags) emphasised
-    instead of tagged."""
-    text = Text()
-    rest = body
-    while (start := rest.find(TARGET_OPEN)) != -1 and (end := rest.find(TARGET_CLOSE, start)) != -1:
-        text.append(rest[:start])
-        text.append(rest[start + len(TARGET_OPEN) : end], style=TARGET_STYLE)
-        rest = rest[end + len(TARGET_CLOSE) :]
-    text.append(rest)
+def item_text(body: str, highlight: tuple[int, int] | None = None) -> Text:
+    """An item's plain text (never markup) with the span under judgment emphasised."""
+    text = Text(body)
+    if highlight is not None:
+        text.stylize(TARGET_STYLE, *highlight)
     return text
 
 
-def split_sides(body: str) -> tuple[str, tuple[str, str] | None]:
-    """(the head, the two compared texts) when the body ends with two "Argument X" paragraphs."""
-    paragraphs = body.split("\n\n")
-    if len(paragraphs) >= 3 and all(SIDE_HEADING.match(p) for p in paragraphs[-2:]):
-        return "\n\n".join(paragraphs[:-2]), (paragraphs[-2], paragraphs[-1])
-    return body, None
+def side_text(side: ItemSide) -> Text:
+    """One of two compared texts under its heading; the two are shown side by side, so both are in
+    view at 80×24."""
+    return Text(f"{side.heading}:\n{side.text}")
 
 
 def answer_time(answer: Verdict) -> str:
@@ -103,12 +102,20 @@ def answer_time(answer: Verdict) -> str:
     return f"{answer.seconds:.2f} s"
 
 
-def stored_reference(task: Task, reference: str | None) -> str | None:
-    """The reference as batch runs store it: the label it names ("A (published …)" → "A")."""
-    if reference is None or not task.labels or reference in task.labels:
-        return reference
-    head = reference.split(maxsplit=1)[0] if reference.strip() else ""
-    return head if head in task.labels else reference
+def clock(seconds: float) -> str:
+    """A running time a demo audience reads at a glance: "42 s", "6 min 05 s"."""
+    whole = int(seconds)
+    return f"{whole} s" if whole < 60 else f"{whole // 60} min {whole % 60:02d} s"
+
+
+def judging_progress(doing: str, seconds: float, usage: Usage) -> str:
+    """What a busy judge has done so far: how long it has been at it and the LLM answers it has had
+    (a multi-step judge such as the MAD-ACC debate asks for several before its label)."""
+    if not usage.calls:
+        return f"{doing}… {clock(seconds)}"
+    answers = f"{usage.calls} LLM answer{'s' if usage.calls != 1 else ''}"
+    cached = f", {usage.cached_calls} cached" if usage.cached_calls else ""
+    return f"{doing}… {clock(seconds)} · {answers} so far ({usage.completion_tokens} tokens{cached})"
 
 
 class JudgeCard(Static):
@@ -123,6 +130,11 @@ class JudgeCard(Static):
         self.full_title = column.title(task.name)
         self.border_title = Text(self.full_title)  # profile names come from the config: never markup
         self.tooltip = Text(self.full_title)
+        self.doing = ""
+        self.meter = UsageMeter()
+        self.stopwatch = Stopwatch()
+        self._clock: Timer | None = None
+        self.worker: Worker | None = None  # the one judging the current item
 
     def on_resize(self, event: Resize) -> None:
         width = event.size.width - TITLE_MARGIN
@@ -130,11 +142,36 @@ class JudgeCard(Static):
         self.border_title = Text(self.full_title if fits else self.column.short_title(self.task_name, width))
 
     def show_state(self, message: str) -> None:
+        self._stop_clock()
         self.answer = None
         self.set_classes("")
         self.update(Text(message, style="italic dim"))
 
+    def show_judging(self, meter: UsageMeter) -> None:
+        """Judging from now on: a clock and the answers `meter` counts, ticking, so a judge that
+        takes minutes is seen at work."""
+        self._stop_clock()
+        self.answer = None
+        self.set_classes("")
+        self.meter, self.stopwatch = meter, Stopwatch()
+        self.show_doing("judging")
+        self._clock = self.set_interval(CLOCK_S, self._show_progress)
+
+    def show_doing(self, doing: str) -> None:
+        """What the judge is busy with ("waiting for the backend", "judging"); the clock runs on."""
+        self.doing = doing
+        self._show_progress()
+
+    def _show_progress(self) -> None:
+        self.update(Text(judging_progress(self.doing, self.stopwatch.seconds, self.meter.usage), style="italic dim"))
+
+    def _stop_clock(self) -> None:
+        if self._clock is not None:
+            self._clock.stop()
+            self._clock = None
+
     def show_answer(self, answer: Verdict) -> None:
+        self._stop_clock()
         self.answer = answer
         self.set_classes("-answered")
         text = Text()
@@ -152,6 +189,7 @@ class JudgeCard(Static):
         self.update(text)
 
     def show_error(self, message: str) -> None:
+        self._stop_clock()
         self.answer = None
         self.set_classes("-failed")
         self.update(Text(message, style="red"))
@@ -194,12 +232,13 @@ class ArenaScreen(StepsBack):
         Binding("j", "judge", "Judge"),
         Binding("c", "choose_judges", "Judges"),
         Binding("a", "toggle_auto", "Auto", show=False),  # in the palette and help: the footer has no room
+        Binding("o", "options", "Options", show=False),
         Binding("f8", "toggle_notice", "Demo notice", show=False),
         *escape_bindings("selector"),
     ]
     # The task selector first: what the screen is about. Closed, it leaves the letter keys to the screen.
     AUTO_FOCUS = "#task"
-    LETTER_ACTIONS = frozenset({"draw", "reveal", "judge", "choose_judges", "toggle_auto"})
+    LETTER_ACTIONS = frozenset({"draw", "reveal", "judge", "choose_judges", "toggle_auto", "options"})
 
     def __init__(
         self,
@@ -214,14 +253,17 @@ class ArenaScreen(StepsBack):
         self.arena_task: Task | None = next((t for t in self.arena_tasks if t.name == task), None) or (
             self.arena_tasks[0] if self.arena_tasks else None
         )
+        self.task_given = task is not None  # else the Arena opens on the task chosen last time
         self.rng = random.Random(seed)
         self.columns: list[JudgeColumn] | None = list(judges) if judges is not None else None
         self.auto_judge = auto_judge
         self.item: TaskItem | None = None
         self.revealed = False
         self.chosen_filters: dict[str, str | None] = {}
+        self.task_options: TaskOptions | None = None  # what the judges answer with: the task's, set in Options
 
     def compose(self) -> ComposeResult:
+        self.arena_task = self._opening_task()  # before the selector shows a task: it reports what it shows
         yield Header()
         yield DemoNotice(compact=True, expand_key=NOTICE_KEY)
         with Horizontal(id="controls"):
@@ -266,6 +308,7 @@ class ArenaScreen(StepsBack):
         self.arena_task = task
         self.item = None
         self.chosen_filters = {}
+        self.task_options = default_options(task)
         controls = self.query_one("#controls", Horizontal)
         await controls.query(".filter").remove()
         for name, options in task.filters(services(self)).items():
@@ -294,12 +337,26 @@ class ArenaScreen(StepsBack):
             task = next((t for t in self.arena_tasks if t.name == event.value), None)
             if task is not None and task is not self.arena_task:
                 await self._use_task(task, self.columns)
+                self._remember_task(task)
         elif event.select.id and event.select.id.startswith("filter-"):
             name = event.select.id.removeprefix("filter-")
             value = None if event.value is Select.NULL else str(event.value)
             if self.chosen_filters.get(name) != value:
                 self.chosen_filters[name] = value
                 self.action_draw()
+
+    def _opening_task(self) -> Task | None:
+        """The task asked for, else the one chosen last time while it is installed, else the first."""
+        if self.task_given:
+            return self.arena_task
+        remembered = load_ui_state(services(self).data_dir).arena_task
+        return next((task for task in self.arena_tasks if task.name == remembered), self.arena_task)
+
+    def _remember_task(self, task: Task) -> None:
+        try:
+            remember(services(self).data_dir, arena_task=task.name)
+        except ArgtuiError as exc:
+            self.notify(f"The Arena will not open on this task next time: {exc}", severity="warning", markup=False)
 
     def action_choose_judges(self) -> None:
         if self.arena_task is None:
@@ -314,12 +371,28 @@ class ArenaScreen(StepsBack):
 
         self.app.push_screen(JudgePicker(self._profiles(), self.arena_task, self.columns or []), use)
 
+    def action_options(self) -> None:
+        """Set the options that change the task's answers; the judges answer the item anew with them."""
+        if self.arena_task is None or self.task_options is None:
+            return
+
+        def use(chosen: TaskOptions | None) -> None:
+            if chosen is not None and chosen != self.task_options:
+                self.task_options = chosen
+                if self.item is not None and self.auto_judge:
+                    self.action_judge()
+
+        shown = [option for option in self.arena_task.options if option.answers]
+        self.app.push_screen(OptionsDialog(self.arena_task.title, shown, self.task_options), use)
+
     # ------------------------------------------------------------------ items
 
     def action_draw(self) -> None:
         if self.arena_task is None:
             return
         self.workers.cancel_group(self, "judges")
+        for card in self.query(JudgeCard):  # their clocks stop with their answers
+            card.show_state("waiting for an item")
         self._show_title("Drawing an item…")
         self._draw(self.arena_task, dict(self.chosen_filters))
 
@@ -338,11 +411,10 @@ class ArenaScreen(StepsBack):
         self.item = item
         self.revealed = False
         self._show_title(item.title)
-        head, sides = split_sides(item.body)
-        self.set_class(sides is not None, "-two-texts")
-        self.query_one("#item-body", Static).update(item_text(head))
-        for side, side_text in zip(("a", "b"), sides or ("", "")):
-            self.query_one(f"#item-side-{side}-text", Static).update(item_text(side_text))
+        self.set_class(item.sides is not None, "-two-texts")
+        self.query_one("#item-body", Static).update(item_text(item.body, item.highlight))
+        for side, shown in zip(("a", "b"), item.sides or (None, None)):
+            self.query_one(f"#item-side-{side}-text", Static).update(side_text(shown) if shown else Text())
             self.query_one(f"#item-side-{side}", VerticalScroll).scroll_home(animate=False)
         self.query_one("#item-scroll", VerticalScroll).scroll_home(animate=False)
         self._show_reference()
@@ -361,7 +433,8 @@ class ArenaScreen(StepsBack):
         if self.item is None or self.item.reference is None:
             reference.update("No reference answer for this item.")
         elif self.revealed:
-            reference.update(Text(f"Reference: {self.item.reference}"))
+            note = f" ({self.item.reference_note})" if self.item.reference_note else ""
+            reference.update(Text(f"Reference: {self.item.reference}{note}"))
         else:
             reference.update("Reference hidden: press r to reveal it.")
 
@@ -383,15 +456,34 @@ class ArenaScreen(StepsBack):
             return
         self.workers.cancel_group(self, "judges")
         for card in self.query(JudgeCard):
-            card.show_state("judging…")
-            self.run_worker(self._judge(card, self.arena_task, self.item), group="judges", exit_on_error=False)
+            meter = UsageMeter()
+            card.show_judging(meter)
+            card.worker = self.run_worker(
+                self._judge(card, meter, self.arena_task, self.item), group="judges", exit_on_error=False
+            )
 
-    async def _judge(self, card: JudgeCard, task: Task, item: TaskItem) -> None:
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A judge that broke down (not a backend error: those are shown by `_judge`) says so
+        instead of judging on."""
+        if event.state is not WorkerState.ERROR:
+            return
+        for card in self.query(JudgeCard):
+            if card.worker is event.worker:
+                error = event.worker.error
+                card.show_error(f"the judge failed unexpectedly: {type(error).__name__}: {error}")
+
+    async def _judge(self, card: JudgeCard, meter: UsageMeter, task: Task, item: TaskItem) -> None:
+        """One column's answer; `meter` counts the LLM answers of this column only (each worker is a
+        task of its own), which its card shows while it waits."""
         try:
             context = services(self)
+            card.show_doing("waiting for the backend")  # an embedded server may take a while to start
             client = await context.client(card.column.profile)
-            options = default_options(task)
-            answer = await task.judge(context, item, card.column.variant, client, options)
+            card.show_doing("judging")
+            options = self.task_options or default_options(task)
+            with meter.counting():
+                answer, seconds = await timed(task.judge(context, item, card.column.variant, client, options))
+            answer = answer.model_copy(update={"seconds": seconds})  # timed as a run times its items
         except ArgtuiError as exc:
             if item is self.item:
                 card.show_error(str(exc))
@@ -399,7 +491,7 @@ class ArenaScreen(StepsBack):
         if item is self.item:
             card.show_answer(answer)
         store = JudgmentStore(context.db, task.name)
-        entry = (arena_key(item.key), answer, stored_reference(task, item.reference))
+        entry = (replace(item, key=arena_key(item.key)), answer)
         try:
             judge = await judge_id(task, client, card.column.variant, options)
             await asyncio.to_thread(store.save, judge, [entry])  # a write may wait for the database lock

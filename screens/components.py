@@ -145,7 +145,7 @@ class ComponentsScreen(Screen):
     @staticmethod
     def _judge_words(entry: LabelledDocument) -> str:
         """The judge in a narrow list: its backend and its method's short name."""
-        judge = JudgeName.parse(TASK.name, entry.judge.name)
+        judge = JudgeName(TASK.name, entry.judge)
         return f"{judge.backend} {judge.short_variant}"
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:

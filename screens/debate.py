@@ -1,22 +1,25 @@
 """Debate: argue a claim against the retrieval-augmented bot, turn by turn.
 
 The student's messages are labelled with argument components (colours) and
-every bot reply is judged on the four Grice maxims, in background workers, so
-typing is never blocked. The side panel follows the focused message: the five
-pipeline steps with the strategy card and the evidence for a bot reply, the
-components (each openable to its debate transcript) for a student message.
+every bot reply is judged on the four Grice maxims while the student types.
+The side panel follows the focused message: the five pipeline steps with the
+strategy card and the evidence for a bot reply, the components (each openable to
+its debate transcript) for a student message.
 
 When the backend cannot start, a level-0 debate goes on without a model (the bot answers
 from the argument base, nothing is judged) and any other says why it cannot, until a retry.
 
 What the screen shows lives in `screens/debate_state.py`, how each part is drawn in
-`screens/widgets/`; this module runs the work and keeps the two in step.
+`screens/widgets/`. A send (or a retry) is one call into the exchange
+(`engines.debate.exchange`), run in a worker; this module only renders its events.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from contextlib import aclosing
+from typing import Any, Awaitable, Callable
 
 from rich.text import Text
 from textual import on, work
@@ -30,26 +33,46 @@ from textual.widgets.option_list import Option
 from engines.components.types import METHODS as COMPONENT_METHODS
 from engines.debate.levels import LEVELS, OpponentLevel, get_level
 from engines.debate.messages import count_words, split_message, trim_message
-from engines.debate.pipeline import ReplyProgress, TurnCompleted
-from engines.debate.records import ComponentRecord, DebateRecords, GriceRecord, MetricRecord
-from engines.debate.session import DEFAULT_COMPONENT_METHOD, DEFAULT_GRICE_STRATEGY, DebateSession
+from engines.debate.exchange import (
+    BotProgress,
+    CoachFailed,
+    CoachScored,
+    CoachStarted,
+    ComponentLabelled,
+    DebateExchange,
+    Emit,
+    ExchangeDone,
+    ExchangeEvent,
+    GriceFailed,
+    GriceStarted,
+    GriceStored,
+    LabellingFailed,
+    LabellingStarted,
+    LabelsStored,
+    MessageStored,
+    ReplyStarted,
+    ReplyStored,
+)
+from engines.debate.opponent import ReplyProgress, TurnCompleted
+from engines.debate.records import ComponentRecord, DebateRecords, GriceRecord
+from engines.debate.session import DebateSession, JudgingChoice
 from engines.debate.settings import DebateSettings
 from engines.errors import ArgtuiError
 from engines.grice.judge import STRATEGIES as GRICE_STRATEGIES
+from engines.tasks.debate_judges import TaskJudges
 from screens.choice import Answer, ChoiceDialog
 from screens.debate_state import NO_MODEL, DebateState, Message, turns_text
 from screens.demo_notice import DemoNotice
 from screens.glossary import component_method_title, grice_strategy_title
-from screens.modes import Mode
 from screens.services import services
 from screens.widgets.chips import chip_legend, label_chip
 from screens.widgets.coach import CoachPanel
 from screens.widgets.evidence import evidence_view
-from screens.widgets.judgment import grice_panel
+from screens.widgets.judgment import GricePanel
 from screens.widgets.strategy import steps_panel
 from screens.widgets.transcript import RETRY_KEY, STEP_TITLES, TICK_S, MessageView, component_transcript
-from store.debates import Debate, DebateRepository
-from store.grice import GriceRepository
+from store import StoreError
+from store.debates import Debate, DebateRepository, TurnState
 
 REPLY_REFRESH_S = 0.05  # stream the reply at about 20 updates per second
 QUESTIONS_KEY = "F2"
@@ -108,15 +131,14 @@ class DebateScreen(Screen):
         self.debate_id = debate_id
         self.debate: Debate | None = None  # loaded on mount
         self.session: DebateSession | None = None
+        self.exchange: DebateExchange | None = None  # what a send or a retry runs
         self.open_failure: str | None = None  # why the session could not open (None: open, or opening)
         self._note: Static | None = None  # in the conversation: why the debate cannot go on, or goes on unjudged
         self.state = DebateState()
         self._streaming: MessageView | None = None
         self._pending_reply = ""
         self._queued: list[str] = []  # the parts of a split message not sent yet
-        self.grice_strategy = DEFAULT_GRICE_STRATEGY
-        self.component_method = DEFAULT_COMPONENT_METHOD
-        self.show_questions = False  # the Grice panel shows the question behind each answer
+        self.choice = JudgingChoice()  # the one copy, shared with the session: later turns are judged so
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -135,7 +157,7 @@ class DebateScreen(Screen):
                 with TabPane(SIDE_TABS["evidence-tab"], id="evidence-tab"):
                     yield VerticalScroll(Static(id="evidence"))
                 with TabPane(SIDE_TABS["grice-tab"], id="grice-tab"):
-                    yield VerticalScroll(Static(id="grice"))
+                    yield VerticalScroll(GricePanel(QUESTIONS_KEY, id="grice"))
                 with TabPane(SIDE_TABS["components-tab"], id="components-tab"):
                     yield OptionList(id="component-list")
                 with TabPane(SIDE_TABS["coach-tab"], id="coach-tab"):
@@ -151,6 +173,14 @@ class DebateScreen(Screen):
         """The opponent level the debate was started with."""
         assert self.debate is not None, "the debate is loaded on mount"
         return get_level(self.debate.level)
+
+    @property
+    def grice_strategy(self) -> str:
+        return self.choice.grice_strategy
+
+    @property
+    def component_method(self) -> str:
+        return self.choice.component_method
 
     @property
     def judging_off(self) -> bool:
@@ -174,16 +204,12 @@ class DebateScreen(Screen):
 
     def action_next_grice_strategy(self) -> None:
         """Later replies are judged with the next strategy."""
-        self.grice_strategy = self._cycle(self.grice_strategy, GRICE_STRATEGIES)
-        if self.session is not None:
-            self.session.grice_strategy = self.grice_strategy
+        self.choice.grice_strategy = self._cycle(self.grice_strategy, GRICE_STRATEGIES)
         self._show_methods()
 
     def action_next_component_method(self) -> None:
         """Later messages are labelled with the next method."""
-        self.component_method = self._cycle(self.component_method, COMPONENT_METHODS)
-        if self.session is not None:
-            self.session.component_method = self.component_method
+        self.choice.component_method = self._cycle(self.component_method, COMPONENT_METHODS)
         self._show_methods()
 
     def on_mount(self) -> None:
@@ -232,11 +258,13 @@ class DebateScreen(Screen):
         except ArgtuiError as exc:
             self._cannot_debate(reason_line(str(exc)), backend=False)
             return
-        db = services(self).db
         self.session = DebateSession(
-            DebateRepository(db), debate, client, retriever, no_model_reason=no_model,
-            reason_store=GriceRepository(db), grice_strategy=self.grice_strategy,
-            component_method=self.component_method,
+            DebateRepository(services(self).db), debate, client, retriever, no_model_reason=no_model,
+            choice=self.choice,
+        )
+        self.exchange = DebateExchange(
+            self.session, TaskJudges(services(self), client) if client is not None else None,
+            coach=self.settings.coach, turn_timeout_s=self.settings.turn_timeout_s,
         )
         self._show_methods()
         self._show_judging()
@@ -245,9 +273,10 @@ class DebateScreen(Screen):
         self.refresh_bindings()
         if self.judging_off:
             return
-        for view in self._views():  # resume judging what an earlier session left undone
-            if view.message.role == "assistant" and view.message.state == "done" and view.message.grice is None:
-                self._judge(view)
+        unjudged = [message.turn for message in self.state.messages  # what an earlier session left undone
+                    if message.role == "assistant" and message.state == TurnState.DONE and message.grice is None]
+        if unjudged:
+            self._run_exchange(lambda emit: self.exchange.judge(unjudged, emit))
 
     def _cannot_debate(self, reason: str, backend: bool) -> None:
         """The session did not open: the reason in the status line and, whole, in the conversation,
@@ -278,7 +307,7 @@ class DebateScreen(Screen):
                 if view.message.judging_off:
                     view.message.judging_off = ""
                     if view.message.role == "user" and view.message.components is None:
-                        view.message.state = "cancelled"  # Retry labels it
+                        view.message.state = TurnState.CANCELLED  # Retry labels it
                     self._redraw(view)
             return
         coach.show_off(NO_MODEL)
@@ -287,7 +316,7 @@ class DebateScreen(Screen):
             "The bot still answers from the argument base; the judging needs a model.",
         ))
         for view in self._views():  # replies an earlier session left unjudged
-            if view.message.role == "assistant" and view.message.state == "done" and view.message.grice is None:
+            if view.message.role == "assistant" and view.message.state == TurnState.DONE and view.message.grice is None:
                 view.message.judging_off = NO_MODEL
                 self._redraw(view)
 
@@ -334,17 +363,7 @@ class DebateScreen(Screen):
         event.input.value = self._queued.pop(0) if self._queued else ""
         self._say(f"the next part is in the box; {len(self._queued)} more after it" if event.input.value
                   else "the bot is answering…")
-        user_view = MessageView(self.state.add_message(text, self.session.add_user_message(text)))
-        self.query_one("#log", VerticalScroll).mount(user_view)
-        self._show_methods()
-        if self.judging_off:
-            user_view.message.state, user_view.message.judging_off = "done", NO_MODEL
-            user_view.changed()
-            self._start_answer(user_view)
-            return
-        self._start_label(user_view)
-        self._start_answer(user_view)
-        self._start_coach(user_view)
+        self._run_exchange(lambda emit: self.exchange.send(text, emit))
 
     def _offer_shorter(self, text: str) -> None:
         """A message over the limit is not sent; trimming or splitting it is offered, never done unasked."""
@@ -370,72 +389,114 @@ class DebateScreen(Screen):
 
         self.app.push_screen(ChoiceDialog(question, answers), answered)
 
-    def _start_coach(self, view: MessageView) -> None:
-        """The message's InspireScore; where labels wait for the reply, it waits for both."""
-        if self.settings.coach:
-            after = () if self.session.label_during_reply else (self._view_of(view.message.reply).worker, view.worker)
-            self.query_one(CoachPanel).score_message(
-                services(self), self.session.client, self.debate_id, view.message.turn.position, after
-            )
+    # ------------------------------------------------------------ the exchange's events
 
-    def _start_label(self, view: MessageView) -> None:
-        # No deadline: labelling a long message with the embedded model takes minutes, and
-        # each request is bounded by the profile's timeout.
-        view.message.begin()
-        view.message.labels_after_reply = not self.session.label_during_reply
-        view.changed()
-        view.worker = self._label(view)
-        self.refresh_bindings()
-
-    def _start_answer(self, message: MessageView, reply: MessageView | None = None) -> None:
-        """The bot's turn answering `message`: a new one, or `reply` (failed or cancelled) again in its place."""
-        if reply is None:
-            reply = MessageView(self.state.add_reply(message.message))
-            self.query_one("#log", VerticalScroll).mount(reply, after=message)
-        reply.message.turn = self.session.start_reply(again=reply.message.turn)
-        reply.message.begin(self.settings.turn_timeout_s)
-        reply.changed()
-        reply.worker = self._answer(reply)
-        self.query_one("#log", VerticalScroll).scroll_end(animate=False)
-        self._show(reply)
-        self.refresh_bindings()
-
-    @work(group="bot")
-    async def _answer(self, view: MessageView) -> None:
-        reply = view.message
-        self._pending_reply = ""  # the last turn's text must not leak into this one
-        self._streaming = view
+    @work(group="exchange")
+    async def _run_exchange(self, run: Callable[[Emit], Awaitable[Any]]) -> None:
+        """Render the events of one call into the exchange; stopped, what it left running shows as
+        cancelled, as the exchange stores it."""
+        touched: list[Message] = []
         try:
-            stored, outcome, _failure = await self.session.bot_turn(
-                lambda event: self._follow(view, event), turn=reply.turn, deadline_s=self.settings.turn_timeout_s
-            )
+            async with aclosing(self.exchange.events(run)) as events:
+                async for event in events:
+                    self._show_event(event, touched)
         except asyncio.CancelledError:
-            reply.cancel()
-            self._redraw(view)
-            raise
-        finally:
             self._streaming = None
+            for message in touched:
+                if message.state == TurnState.RUNNING:
+                    message.cancel()
+                    self._redraw(self._view_of(message))
+            raise
+        except (ArgtuiError, StoreError) as exc:
+            self._say(Text(f"the turn stopped: {exc}", style="red"))
+        finally:
             self.refresh_bindings()
-        self._flush_reply()
-        reply.turn, reply.state, reply.error, reply.content = stored, stored.state, stored.error, stored.content
-        self._redraw(view)
-        if outcome is None:
-            self._say(Text(f"the bot's turn failed; {RETRY_KEY} runs it again, or send another message", style="red"))
-            return
-        if self.judging_off:
-            reply.judging_off = NO_MODEL
-            self._redraw(view)
-            self._say(f"reply in {outcome.seconds:.1f} s, from the argument base; not judged: {NO_MODEL}")
-            return
-        self._say(f"reply in {outcome.seconds:.1f} s ({outcome.requests} requests); judging it…")
-        self._judge(view)
 
-    def _follow(self, view: MessageView, event) -> None:
-        if isinstance(event, ReplyProgress):
-            self._pending_reply = event.text  # flushed by the timer
-        elif not isinstance(event, TurnCompleted):
-            view.message.follow(event)
-            self._redraw(view)
+    def _show_event(self, event: ExchangeEvent, touched: list[Message]) -> None:
+        if isinstance(event, MessageStored):
+            message = self.state.add_message(event.turn.content, event.turn)
+            if self.judging_off:
+                message.state, message.judging_off = TurnState.DONE, NO_MODEL
+            self.query_one("#log", VerticalScroll).mount(MessageView(message))
+            self._show_methods()
+        elif isinstance(event, ReplyStarted):
+            message = self._started_reply(event)
+        elif isinstance(event, CoachStarted | CoachScored | CoachFailed):
+            self._coach(event)
+            return
+        elif isinstance(event, ExchangeDone):
+            return
+        else:
+            message = self.state.message_of(event.turn.id)
+            if message is None:
+                return
+            self._follow(message, event)
+        touched.append(message)
+        self._redraw(self._view_of(message))
+        self.refresh_bindings()
+
+    def _started_reply(self, event: ReplyStarted) -> Message:
+        """The bot's turn starts: a new message after the student's, or the failed one's place."""
+        message = self.state.message_of(event.message.id)
+        reply = message.reply
+        if reply is None:
+            reply = self.state.add_reply(message)
+            self.query_one("#log", VerticalScroll).mount(MessageView(reply), after=self._view_of(message))
+        reply.turn = event.turn
+        reply.begin(event.limit_s)
+        self._pending_reply = ""  # the last turn's text must not leak into this one
+        self._streaming = self._view_of(reply)
+        self.query_one("#log", VerticalScroll).scroll_end(animate=False)
+        self._show(self._streaming)
+        return reply
+
+    def _follow(self, message: Message, event: ExchangeEvent) -> None:
+        """What an event changes of its message, and the status line."""
+        if isinstance(event, BotProgress):
+            if isinstance(event.event, ReplyProgress):
+                self._pending_reply = event.event.text  # flushed by the timer
+            elif not isinstance(event.event, TurnCompleted):
+                message.follow(event.event)
+        elif isinstance(event, ReplyStored):
+            self._flush_reply()
+            self._streaming = None
+            stored = event.turn
+            message.turn, message.state, message.error, message.content = (
+                stored, stored.state, stored.error, stored.content)
+            if event.bot is None:
+                self._say(Text(f"the bot's turn failed; {RETRY_KEY} runs it again, or send another message",
+                               style="red"))
+            elif self.judging_off:
+                message.judging_off = NO_MODEL
+                self._say(f"reply in {event.bot.seconds:.1f} s, from the argument base; not judged: {NO_MODEL}")
+            else:
+                self._say(f"reply in {event.bot.seconds:.1f} s ({event.bot.requests} requests); judging it…")
+        elif isinstance(event, LabellingStarted):
+            message.begin()
+            message.labels_after_reply = event.after_reply
+        elif isinstance(event, ComponentLabelled):
+            message.components = sorted([*(message.components or []), event.component], key=lambda c: c.span.start)
+        elif isinstance(event, LabelsStored):
+            message.components, message.state = list(event.components), TurnState.DONE
+        elif isinstance(event, LabellingFailed):
+            message.state, message.status, message.components = TurnState.FAILED, event.error, None
+        elif isinstance(event, GriceStarted):
+            message.grice = GriceRecord(strategy=event.strategy)  # no metric yet: "judging…"
+        elif isinstance(event, GriceStored):
+            message.grice = event.result
+            self._say(Text(f"judged ({grice_strategy_title(event.result.strategy)}) in "
+                           f"{event.result.seconds:.1f} s, {event.result.calls} calls"))
+        elif isinstance(event, GriceFailed):
+            self._say(Text(f"Grice judging failed: {event.error}", style="red"))
+
+    def _coach(self, event: CoachStarted | CoachScored | CoachFailed) -> None:
+        panel = self.query_one(CoachPanel)
+        if isinstance(event, CoachStarted):
+            panel.post_message(CoachPanel.Scoring())
+        elif isinstance(event, CoachScored):
+            panel.post_message(CoachPanel.Scored(event.judgment, event.debate_overall))
+        else:
+            panel.post_message(CoachPanel.Failed(event.error))
 
     def _flush_reply(self) -> None:
         view = self._streaming
@@ -451,49 +512,6 @@ class DebateScreen(Screen):
                 view.refresh()
             if self.state.selected is message and message.role == "assistant":
                 self.query_one("#steps", Static).update(steps_panel(message, self.level.steps))
-
-    @work(group="judging")
-    async def _judge(self, view: MessageView) -> None:
-        partial = GriceRecord(strategy=self.session.grice_strategy)
-        view.message.grice = partial
-
-        def arrived(judgment: MetricRecord) -> None:
-            partial.metrics[judgment.metric] = judgment
-            self._redraw(view)
-
-        try:
-            judgment = await self.session.judge_reply(view.message.turn, arrived)
-        except ArgtuiError as exc:
-            self._say(Text(f"Grice judging failed: {exc}", style="red"))
-            return
-        view.message.grice = judgment
-        self._redraw(view)
-        self._say(Text(f"judged ({grice_strategy_title(judgment.strategy)}) in {judgment.seconds:.1f} s, {judgment.calls} calls"))
-
-    @work(group="labelling")
-    async def _label(self, view: MessageView) -> None:
-        message = view.message
-        found: list[ComponentRecord] = []
-
-        def arrived(_index: int, component: ComponentRecord) -> None:
-            found.append(component)
-            message.components = sorted(found, key=lambda c: c.span.start)
-            self._redraw(view)
-
-        try:
-            results = await self.session.label_message(message.turn, arrived)
-        except asyncio.CancelledError:
-            message.cancel()
-            self._redraw(view)
-            raise
-        except ArgtuiError as exc:
-            message.state, message.status, message.components = "failed", str(exc), None
-            self._redraw(view)
-            return
-        finally:
-            self.refresh_bindings()
-        message.components, message.state = results, "done"
-        self._redraw(view)
 
     # ------------------------------------------------------------ stopping and retrying
 
@@ -549,11 +567,11 @@ class DebateScreen(Screen):
                    Answer("wait", "Keep waiting", "w")]
 
         def answered(answer: str | None) -> None:
-            working = [self._view_of(m) for m in self.state.working()] if answer in ("stop", "leave") else []
-            for view in working:
-                view.worker.cancel()  # cancels the client's requests in flight too
-            if answer in ("stop", "leave"):
-                self.query_one(CoachPanel).stop()
+            if answer not in ("stop", "leave"):
+                return
+            working = bool(self.state.working())
+            self.workers.cancel_group(self, "exchange")  # cancels the client's requests in flight too
+            self.query_one(CoachPanel).post_message(CoachPanel.Stopped())
             if working:
                 self._say(f"stopped; {RETRY_KEY} runs it again")
             if answer == "leave":
@@ -573,14 +591,17 @@ class DebateScreen(Screen):
             self._say("nothing to retry")
             return
         message, reply = target
-        if message is not None and message.unfinished and not self.judging_off:
-            self._start_label(self._view_of(message))
-        if reply is not None and reply.unfinished:
-            if self.state.bot_working():
-                self._say(f"the bot is answering another turn; {RETRY_KEY} again when it is done")
-            else:
-                self._say("the bot is answering…")
-                self._start_answer(self._view_of(message), self._view_of(reply))
+        label = message.unfinished and not self.judging_off
+        answer = reply is not None and reply.unfinished
+        if answer and self.state.bot_working():
+            self._say(f"the bot is answering another turn; {RETRY_KEY} again when it is done")
+            answer = False
+        elif answer:
+            self._say("the bot is answering…")
+        if label or answer:
+            again = reply.turn if answer else None
+            self._run_exchange(
+                lambda emit: self.exchange.again(message.turn, again, label=label, answer=answer, emit=emit))
 
     def _reopen_session(self) -> None:
         if self.session is None and self.open_failure is None:
@@ -597,8 +618,11 @@ class DebateScreen(Screen):
         if self.app.is_running:  # else the app is closing and its widgets are going
             self.query_one("#status", Static).update(status)
 
-    def _redraw(self, view: MessageView) -> None:
-        """A message changed: repaint it, and the side panel when it shows that message."""
+    def _redraw(self, view: MessageView | None) -> None:
+        """A message changed: repaint it, and the side panel when it shows that message (None: the
+        screen is closing and its views are gone)."""
+        if view is None:
+            return
         view.changed()
         if self.state.selected is view.message:
             self._refresh_side(view.message)
@@ -623,9 +647,7 @@ class DebateScreen(Screen):
         if message.role == "assistant":
             self.query_one("#steps", Static).update(steps_panel(message, self.level.steps))
             self.query_one("#evidence", Static).update(evidence_view(message.evidence))
-            self.query_one("#grice", Static).update(
-                Text(f"Not judged: {message.judging_off}.", style="yellow") if message.judging_off
-                else grice_panel(message.grice, message.error, self.show_questions, QUESTIONS_KEY))
+            self.query_one(GricePanel).post_message(GricePanel.Show(message.grice, message.error, message.judging_off))
             return
         options = self.query_one("#component-list", OptionList)
         options.clear_options()
@@ -635,11 +657,12 @@ class DebateScreen(Screen):
         if message.judging_off:
             options.add_option(Option(f"no labels: {message.judging_off}", disabled=True))
         elif message.components is None:
-            waiting = {"running": "labelling…", "failed": "labelling failed"}.get(message.state)
+            waiting = {TurnState.RUNNING: "labelling…", TurnState.FAILED: "labelling failed"}.get(message.state)
             options.add_option(Option(waiting or "labelling cancelled", disabled=True))
 
     def action_toggle_questions(self) -> None:
-        self.show_questions = not self.show_questions
+        panel = self.query_one(GricePanel)
+        panel.show_questions = not panel.show_questions
         view = self._view_of(self.state.reply_to_explain())
         if view is not None:
             self._show(view)
@@ -668,21 +691,3 @@ class DebateScreen(Screen):
 
     def action_focus_input(self) -> None:
         self.query_one(Input).focus()
-
-
-def new_debate_screen() -> Screen:
-    # The new-debate screen opens this module's DebateScreen: imported here, not above, so the
-    # two modules do not import each other while loading.
-    from screens.new_debate import NewDebateScreen
-
-    return NewDebateScreen()
-
-
-MODE = Mode(
-    name="debate",
-    title="Debate",
-    description="Debate the retrieval-augmented bot on a claim; see its strategy, evidence and Grice "
-    "judgments of every reply, and the argument components of your own messages.",
-    make_screen=new_debate_screen,
-    order=10,
-)

@@ -15,10 +15,12 @@ from typing import Sequence
 
 from rich.text import Text
 
-from engines.debate.pipeline import STEPS, StepFinished, StepStarted, TurnFailed
+from engines.debate.opponent import StepFinished, StepStarted, TurnFailed
+from engines.debate.pipeline import STEPS
 from engines.debate.records import ComponentRecord, EvidenceRow, GriceRecord, StoredTurn, TurnSteps
+from store.debates import TurnState
 
-UNFINISHED = ("failed", "cancelled")  # what Retry runs again
+UNFINISHED = (TurnState.FAILED, TurnState.CANCELLED)  # what Retry runs again
 NO_MODEL = "no model answers"  # why a message of a debate going on without a model is not judged
 
 
@@ -27,16 +29,16 @@ def turns_text(turns: int) -> str:
     return f"{turns} turn" + ("" if turns == 1 else "s")
 
 
-def shown_state(turn: StoredTurn) -> str:
+def shown_state(turn: StoredTurn) -> TurnState:
     """A stored message's state when the screen opens. Nothing of it runs in this process then,
     so one left running (argtui was killed) was interrupted: it shows as cancelled."""
     if turn.role == "user":  # a message's state is its labelling's
         if turn.components is not None:
-            return "done"
-        return "failed" if turn.state == "failed" else "cancelled"
+            return TurnState.DONE
+        return TurnState.FAILED if turn.state == TurnState.FAILED else TurnState.CANCELLED
     if turn.error is not None:
-        return "failed"
-    return "cancelled" if turn.state == "running" else turn.state
+        return TurnState.FAILED
+    return TurnState.CANCELLED if turn.state == TurnState.RUNNING else turn.state
 
 
 @dataclass(eq=False)
@@ -48,13 +50,13 @@ class Message:
     role: str
     content: str = ""
     turn: StoredTurn | None = None  # as stored
-    state: str = "running"
+    state: TurnState = TurnState.RUNNING
     components: list[ComponentRecord] | None = None
     grice: GriceRecord | None = None
     status: str = ""  # why the labelling failed
     error: str | None = None  # why the bot's turn failed
     steps: TurnSteps = field(default_factory=TurnSteps)
-    step_state: dict[str, str] = field(default_factory=dict)
+    step_state: dict[str, TurnState] = field(default_factory=dict)
     step_seconds: dict[str, float] = field(default_factory=dict)
     evidence: Sequence[EvidenceRow] = ()
     started: float = field(default_factory=time.perf_counter)  # when the running work began
@@ -74,7 +76,7 @@ class Message:
         return cls(
             turn.role, turn.content, turn, state=shown_state(turn), components=turn.components, grice=turn.grice,
             error=turn.error, steps=steps, evidence=turn.evidence,
-            step_state={step: "done" for step, _ in STEPS if getattr(steps, step) is not None},
+            step_state={step: TurnState.DONE for step, _ in STEPS if getattr(steps, step) is not None},
         )
 
     @property
@@ -83,7 +85,7 @@ class Message:
 
     def begin(self, limit_s: float | None = None) -> None:
         """The work on this message (re)starts: what an earlier run showed is cleared."""
-        self.state, self.limit_s = "running", limit_s
+        self.state, self.limit_s = TurnState.RUNNING, limit_s
         self.started = self.step_started = time.perf_counter()
         self.status, self.error = "", None
         if self.role == "user":
@@ -95,31 +97,32 @@ class Message:
     def cancel(self) -> None:
         """Its work was cancelled: as in the store, no partial labels or reply are kept; the steps
         show where it stopped."""
-        self.state = "cancelled"
+        self.state = TurnState.CANCELLED
         if self.role == "user":
             self.components = None
         else:
             self.content = ""
-            self.step_state = {step: "cancelled" if state == "running" else state
+            self.step_state = {step: TurnState.CANCELLED if state == TurnState.RUNNING else state
                                for step, state in self.step_state.items()}
             # as the session stores it
-            self.turn = dataclasses.replace(self.turn, state="cancelled", seconds=time.perf_counter() - self.started)
+            self.turn = dataclasses.replace(self.turn, state=TurnState.CANCELLED,
+                                            seconds=time.perf_counter() - self.started)
 
     def follow(self, event: object) -> None:
         """A step of the bot's turn started, finished or failed."""
         if isinstance(event, StepStarted):
-            self.step_state[event.step] = "running"
+            self.step_state[event.step] = TurnState.RUNNING
             self.step_started = time.perf_counter()
         elif isinstance(event, StepFinished):
-            self.step_state[event.step] = "done"
+            self.step_state[event.step] = TurnState.DONE
             self.steps, self.evidence = event.steps, event.evidence
             self.step_seconds[event.step] = event.seconds
         elif isinstance(event, TurnFailed):
-            self.step_state[event.step] = "failed"
+            self.step_state[event.step] = TurnState.FAILED
 
     @property
     def running_step(self) -> str | None:
-        return next((step for step, _ in STEPS if self.step_state.get(step) == "running"), None)
+        return next((step for step, _ in STEPS if self.step_state.get(step) == TurnState.RUNNING), None)
 
     def clock(self) -> str:
         """Seconds since the work began, over its deadline if it has one."""
@@ -140,7 +143,7 @@ class DebateState:
         """The stored turns, each message linked to the reply that follows it."""
         messages = [Message.stored(turn) for turn in turns]
         if turns and turns[-1].role == "user":  # an earlier release stored a reply only once it was done
-            messages.append(Message("assistant", state="cancelled"))
+            messages.append(Message("assistant", state=TurnState.CANCELLED))
         for previous, message in zip([None, *messages], messages):
             if message.role == "assistant" and previous is not None and previous.role == "user":
                 previous.reply, message.answers = message, previous
@@ -165,7 +168,11 @@ class DebateState:
 
     def working(self) -> list[Message]:
         """The messages being worked on: the bot answering, messages being labelled."""
-        return [message for message in self.messages if message.state == "running"]
+        return [message for message in self.messages if message.state == TurnState.RUNNING]
+
+    def message_of(self, turn_id: int) -> Message | None:
+        """The message of a stored turn."""
+        return next((m for m in self.messages if m.turn is not None and m.turn.id == turn_id), None)
 
     def bot_working(self) -> Message | None:
         return next((message for message in self.working() if message.role == "assistant"), None)

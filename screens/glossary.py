@@ -2,8 +2,8 @@
 
 Short codes (BEST, Analyzer5, mad, ibm, …) stay what the CLI, the store and exports use; a
 screen shows the title next to or instead of the code. Definitions that the engines already
-state (the Grice questions, the component label definitions, the opponent levels) are read
-from there, never restated.
+state (the Grice questions, the component label definitions, the opponent levels, each task's
+variant names) are read from there, never restated: a task in the registry is in the glossary.
 """
 
 from __future__ import annotations
@@ -21,63 +21,11 @@ from engines.components.prompts import LABEL_DEFINITIONS
 from engines.components.types import LABELS
 from engines.debate.levels import LEVELS
 from engines.grice.questions import METRICS, QUESTIONS
+from engines.judging import task as registry
+from engines.judging.task import Task, UnknownTask, VariantName
+from engines.judging.verdict import JudgeId
 
 
-@dataclass(frozen=True)
-class VariantName:
-    """A judge variant's plain names: `title` wherever a name is shown in full, `short` (at most
-    SHORT_CHARS) on a narrow card or table cell, beside the profile."""
-
-    title: str
-    short: str
-    definition: str
-
-
-SHORT_CHARS = 10
-# Per task: one code can mean different things in two tasks (pairwise `cot` is not components `cot`).
-VARIANT_NAMES: dict[str, dict[str, VariantName]] = {
-    "pairwise": {
-        "zero": VariantName("Zero-shot", "Zero-shot", "the judge compares the two arguments with no example"),
-        "few": VariantName("Few-shot", "Few-shot", "judged example pairs come before the pair"),
-        "cot": VariantName("Chain of thought", "Reasoning", "the judge reasons step by step, then picks A, B or Tie"),
-    },
-    "grice": {
-        "ZSL": VariantName("Zero-shot", "Zero-shot", "the judge answers each maxim's question with no example"),
-        "FSL1": VariantName("Few-shot (yes first)", "Few, yes 1", "one example answered yes, then one answered "
-                            "no, before the question"),
-        "FSL2": VariantName("Few-shot (no first)", "Few, no 1", "one example answered no, then one answered yes, "
-                            "before the question"),
-        "Analyzer1": VariantName("Analyzer (1 example)", "Analyzer 1", "the judge first derives reasons for yes "
-                                 "and for no from 1 example of each, then answers"),
-        "Analyzer3": VariantName("Analyzer (3 examples)", "Analyzer 3",
-                                 "as Analyzer (1 example), from 3 examples of each answer"),
-        "Analyzer5": VariantName("Analyzer (5 examples)", "Analyzer 5",
-                                 "as Analyzer (1 example), from 5 examples of each answer"),
-        "BEST": VariantName("Best per maxim", "Best mix", "the best method of each maxim: Zero-shot for relation, "
-                            "Analyzer (5 examples) for quality, Analyzer (1 example) for manner and quantity"),
-    },
-    "components": {
-        "vanilla": VariantName("Direct", "Direct", "one constrained call picks the label"),
-        "cot": VariantName("Chain of thought", "Reasoning", "the model reasons step by step, then picks the label"),
-        "smart": VariantName("Judge's rules", "Rules", "the judge's definitions and criterion without a debate"),
-        "mad": VariantName("Multi-agent debate", "Debate", "a manager proposes two labels, a proponent and an "
-                           "opponent debate them for two rounds, a judge decides (MAD-ACC)"),
-    },
-    "critiques": {
-        "simple": VariantName("Simple prompt", "Simple", "the judge rates the critique overall only"),
-        "rubric": VariantName("Full rubric", "Rubric", "the judge rates all seven dimensions from their definitions"),
-    },
-    "inspire": {
-        "inspire": VariantName("InspireScore", "Inspire", "six dimensions of a debate turn, logic and facts checked"),
-    },
-}
-VARIANT_SECTIONS = {  # the glossary's section of each task's variants
-    "pairwise": "Pairwise prompts (judge names)",
-    "grice": "Grice strategies (judge names)",
-    "components": "Component methods",
-    "critiques": "Critique prompts (judge names)",
-    "inspire": "InspireScore (judge names)",
-}
 SOURCE_TITLES: dict[str, str] = {
     "ibm": "IBM ArgQ-30k topics (bundled)",
     "webis": "Webis-ArgQuality-20 topics (bundled)",
@@ -86,8 +34,13 @@ SOURCE_TITLES: dict[str, str] = {
 
 
 def variant_name(task: str, code: str) -> VariantName:
-    """The names of a task's variant; the code itself for a variant the glossary does not know."""
-    return VARIANT_NAMES.get(task, {}).get(code) or VariantName(code, code, "")
+    """The names a task declares for its variant; the code itself for a variant (or task) it does not name."""
+    try:
+        found = registry.task(task)
+    except UnknownTask:
+        found = None
+    named = getattr(found, "variant_name", None)  # a task of the bare protocol names none
+    return named(code) if named is not None else VariantName(code, code, "")
 
 
 def variant_title(task: str, code: str) -> str:
@@ -114,19 +67,26 @@ def component_method_title(code: str) -> str:
 
 @dataclass(frozen=True)
 class JudgeName:
-    """A stored judge's name (`model@profile variant [options] [#digest]`) in its parts; its variant
-    is the code, perhaps qualified ("few/runs3@t1": the pairwise mode, "mad/seed2")."""
+    """How a stored judge is shown, from its structured identity: `model@profile variant [pool] [#digest]`.
+    The variant's first word is the code, perhaps qualified ("few/runs3@t1": the pairwise mode,
+    "mad/seed2"); what follows it (a Grice example pool) and the digest tell judges of one code apart."""
 
     task: str
-    backend: str  # model@profile
-    variant: str
-    rest: str = ""  # what follows the variant: a Grice example pool, an options digest
+    judge: JudgeId
 
-    @classmethod
-    def parse(cls, task: str, name: str) -> JudgeName:
-        backend, _, after = name.partition(" ")
-        variant, _, rest = after.partition(" ")
-        return cls(task, backend, variant, rest)
+    @property
+    def backend(self) -> str:
+        return f"{self.judge.model}@{self.judge.profile}"
+
+    @property
+    def variant(self) -> str:
+        return self.judge.variant.partition(" ")[0]
+
+    @property
+    def rest(self) -> str:
+        pool = self.judge.variant.partition(" ")[2]
+        digest = f"#{self.judge.digest}" if self.judge.digest else ""
+        return " ".join(part for part in (pool, digest) if part)
 
     @property
     def code(self) -> str:
@@ -146,9 +106,9 @@ class JudgeName:
         return " ".join(part for part in (variant_short(self.task, self.code), qualifier, self.rest) if part)
 
 
-def judge_title(task: str, name: str) -> str:
+def judge_title(task: str, judge: JudgeId) -> str:
     """A stored judge's full name with its variant's plain name beside the code."""
-    return JudgeName.parse(task, name).title
+    return JudgeName(task, judge).title
 
 
 def source_title(code: str) -> str:
@@ -173,6 +133,17 @@ class GlossaryEntry:
     definition: str
 
 
+def variant_entries(task: Task) -> list[GlossaryEntry]:
+    """A task's variants as the glossary lists them, under the heading the task gives them."""
+    section = getattr(task, "variant_section", task.title)  # a task of the bare protocol: its title
+    entries = []
+    for code in task.variants():
+        name = variant_name(task.name, code)
+        term = code if name.title == code else f"{name.title} — {code}"
+        entries.append(GlossaryEntry(section, term, name.definition or f"a {task.variant_flag} of this task"))
+    return entries
+
+
 def glossary() -> list[GlossaryEntry]:
     entries = [
         GlossaryEntry("Grice maxims (judged on every bot reply)", maxim_title(metric), QUESTIONS[metric].question)
@@ -182,10 +153,8 @@ def glossary() -> list[GlossaryEntry]:
         "Grice maxims (judged on every bot reply)", "P(yes)",
         "how likely the judge answers yes (from its token probabilities or its votes); yes from 0.50",
     ))
-    entries += [
-        GlossaryEntry(VARIANT_SECTIONS[task], f"{name.title} — {code}", name.definition)
-        for task, names in VARIANT_NAMES.items() for code, name in names.items()
-    ]
+    for task in registry.tasks():
+        entries += variant_entries(task)
     entries += [
         GlossaryEntry("Argument component labels", label, definition)
         for label, definition in component_label_definitions().items()

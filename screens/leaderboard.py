@@ -25,6 +25,7 @@ from engines.datasets.webis import DIMENSIONS, WebisCorpus
 from engines.judging.evaluate import JudgeStanding, standings
 from engines.judging.store import JudgmentStore
 from engines.judging.task import Task, tasks
+from engines.judging.verdict import JudgeId
 from engines.metrics.ranking import ranking
 from engines.pairwise.evaluation import TABLE_COLUMNS, ArgumentId
 from engines.pairwise.leaderboard import EXPERTS, Board, build_board
@@ -75,14 +76,15 @@ def _number(value: float | int | None, percent: bool = False) -> Text:
 
 
 def _judge_cell(
-    name: str, task: str = PAIRWISE, bold: bool = False, width: int = JUDGE_WIDTH, arena: int = 0
+    stored: JudgeId | None, task: str = PAIRWISE, bold: bool = False, width: int = JUDGE_WIDTH, arena: int = 0
 ) -> Text:
     """A stored judge ("model@profile variant") on two lines: model@profile, then the variant's short
-    name and how many of its items were judged in the Arena (the judge selector names it in full)."""
+    name and how many of its items were judged in the Arena (the judge selector names it in full);
+    None: the experts' own row."""
     style = "bold" if bold else ""
-    if name == EXPERTS:
+    if stored is None:
         return Text("experts", style=style)
-    judge = JudgeName.parse(task, name)
+    judge = JudgeName(task, stored)
     mark = f" +{arena} Arena" if arena else ""
     cell = Text(f"{_clip(judge.backend, width)}\n {_clip(judge.short_variant, width - 1 - len(mark))}", style=style)
     cell.append(mark, style="italic")
@@ -107,14 +109,18 @@ class LeaderboardScreen(StepsBack):
         Binding("R", "reload", "Reload"),
     ]
 
-    def __init__(self, *, judge: str | None = None, dimension: str = DIMENSIONS[0], topic: int | None = None):
+    def __init__(self, *, judge: str | None = None, dimension: str | None = None, topic: int | None = None):
         super().__init__()
         self.judge = judge
-        self.dimension = dimension
+        self.dimension = dimension or DIMENSIONS[0]
+        # Until a dimension is asked for, the board opens on one with stored judges: the Arena
+        # draws pairs of every dimension, and its judgments should be what a user sees first.
+        self.dimension_chosen = dimension is not None
         self.topic = topic
         self.board: Board | None = None
         self.standings: list[tuple[Task, list[JudgeStanding]]] | None = None
         self._topics_listed = False
+        self._opened = False  # the first board and standings shown (see `_open_on_what_was_judged`)
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -171,14 +177,22 @@ class LeaderboardScreen(StepsBack):
 
     def _refresh_board(self) -> None:
         self.query_one("#status", Static).update("Fitting Bradley-Terry scores…")
-        self._compute(self.dimension, self.topic)
+        self._compute(self.dimension, self.topic, not self.dimension_chosen)
 
     @work(thread=True, exclusive=True, group="board")
-    def _compute(self, dimension: str, topic: int | None) -> None:
+    def _compute(self, dimension: str, topic: int | None, judged_first: bool) -> None:
+        """The board of the dimension; with `judged_first`, of the first one with stored judges when
+        that one has none."""
         # A thread: the first call loads the dataset, and BT fits over all topics take a moment.
         corpus = load_corpus()
-        board = build_board(services(self).db, corpus, dimension, topic)
-        self.app.call_from_thread(self._show, board, corpus)
+        db = services(self).db
+        board = build_board(db, corpus, dimension, topic)
+        if judged_first and not board.judges and board.stored_judges:
+            for other in (d for d in DIMENSIONS if d != dimension):
+                if (judged := build_board(db, corpus, other, topic)).judges:
+                    board, dimension = judged, other
+                    break
+        self.app.call_from_thread(self._show, board, corpus, dimension)
 
     @work(thread=True, exclusive=True, group="standings")
     def _compute_standings(self) -> None:
@@ -190,14 +204,18 @@ class LeaderboardScreen(StepsBack):
         }
         self.app.call_from_thread(self._fill_tasks, found, arena)
 
-    def _show(self, board: Board, corpus: WebisCorpus) -> None:
+    def _show(self, board: Board, corpus: WebisCorpus, dimension: str) -> None:
         self.board = board
+        self.dimension = dimension
         judges = board.judges
         if self.judge not in judges:
             self.judge = judges[0] if judges else None
         judge_select = self.query_one("#judge", Select)
         with self.prevent(Select.Changed):
-            judge_select.set_options([(Text(judge_title(PAIRWISE, name)), name) for name in judges])
+            self.query_one("#dimension", Select).value = dimension
+            judge_select.set_options(
+                [(Text(judge_title(PAIRWISE, board.judge_ids[name])), name) for name in judges]
+            )
             if self.judge:
                 judge_select.value = self.judge
             topic_select = self.query_one("#topic", Select)
@@ -227,6 +245,17 @@ class LeaderboardScreen(StepsBack):
         self._fill_judges(board)
         self._fill_rankings(board)
         self._plot(board)
+        self._open_on_what_was_judged()
+
+    def _open_on_what_was_judged(self) -> None:
+        """Once both are in: with no pairwise judge stored but judges of other tasks (judged in the
+        Arena, say), the All tasks tab, unless another tab was picked meanwhile."""
+        if self._opened or self.board is None or self.standings is None:
+            return
+        self._opened = True
+        tabs = self.query_one(TabbedContent)
+        if tabs.active == "agreement" and not self.board.stored_judges and any(rows for _, rows in self.standings):
+            tabs.active = "tasks"
 
     def _show_empty(self, tab: str, empty: bool) -> None:
         hint = self.query_one(f"#{tab}-empty", Static)
@@ -239,7 +268,7 @@ class LeaderboardScreen(StepsBack):
         for name, result in board.results.items():
             metrics = result.metrics()
             table.add_row(
-                _judge_cell(name, bold=name == self.judge, arena=board.arena_items.get(name, 0)),
+                _judge_cell(board.judge_ids.get(name), bold=name == self.judge, arena=board.arena_items.get(name, 0)),
                 _number(result.pairs),
                 Text(str(result.invalid).rjust(5)),
                 *(_number(metrics[key], percent=key == "percent") for key in TABLE_COLUMNS),
@@ -256,13 +285,14 @@ class LeaderboardScreen(StepsBack):
                 table.add_row(name, Text(f"no stored judge: run\n argtui eval {task.name}", style="dim"), height=2)
             for row in rows:
                 table.add_row(
-                    name, _judge_cell(row.judge.name, task.name, width=TASK_JUDGE_WIDTH,
+                    name, _judge_cell(row.judge, task.name, width=TASK_JUDGE_WIDTH,
                                       arena=arena[task.name, row.judge.name]),
                     _number(row.judgments),
                     Text(str(row.invalid).rjust(5)), _number(row.labelled), _number(row.accuracy),
                     _number(row.macro_f1), height=2,
                 )
                 name = Text("")
+        self._open_on_what_was_judged()
 
     def _fill_judges(self, board: Board) -> None:
         table = self.query_one("#judges-table", DataTable)
@@ -270,7 +300,8 @@ class LeaderboardScreen(StepsBack):
         for row in board.comparisons:
             scores = row.scores
             table.add_row(
-                _judge_cell(row.first), _judge_cell(row.second), _number(row.labels.n),
+                _judge_cell(board.judge_ids[row.first]), _judge_cell(board.judge_ids[row.second]),
+                _number(row.labels.n),
                 _number(row.labels.kappa), _number(row.labels.alpha), _number(row.labels.percent, percent=True),
                 _number(scores.pearson if scores else None), _number(scores.spearman if scores else None),
                 height=2,
@@ -330,9 +361,10 @@ class LeaderboardScreen(StepsBack):
         if event.select.id == "judge" and value and value != self.judge:
             self.judge = value
             if self.board is not None:
-                self._show(self.board, load_corpus())
+                self._show(self.board, load_corpus(), self.dimension)
         elif event.select.id == "dimension" and value and value != self.dimension:
             self.dimension = value
+            self.dimension_chosen = True
             self._refresh_board()
         elif event.select.id == "topic":
             topic = None if value is None else int(value)

@@ -1,4 +1,4 @@
-"""Start a debate (claim, side, opponent level) or continue a past one."""
+"""Start a debate (claim, side, opponent level) or continue a past one: the Debate mode's first screen."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from engines.inspire.score import inspire_scores_by_debate
 from screens.debate import DebateScreen
 from screens.debate_state import turns_text
 from screens.glossary import source_title
+from screens.modes import Mode
 from screens.services import backend_name, services
 from screens.widgets.coach import value_text
 from store.debates import Debate, DebateRepository
@@ -141,3 +142,13 @@ class NewDebateScreen(Screen):
     @on(OptionList.OptionSelected, "#debates")
     def reopen(self, event: OptionList.OptionSelected) -> None:
         self.app.switch_screen(DebateScreen(int(event.option.id)))
+
+
+MODE = Mode(
+    name="debate",
+    title="Debate",
+    description="Debate the retrieval-augmented bot on a claim; see its strategy, evidence and Grice "
+    "judgments of every reply, and the argument components of your own messages.",
+    make_screen=NewDebateScreen,
+    order=10,
+)

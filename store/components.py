@@ -17,7 +17,8 @@ from sqlalchemy.engine import Connection
 from sqlmodel import Field, SQLModel, select
 
 from store.db import Database
-from store.judgments import judge_name, options_digest, upsert
+from store.identity import judge_name, options_digest
+from store.judgments import upsert
 from store.migrations import has_tables, judge_options_before_v4, judgments_from_v1, v1_time, v1_usage
 
 ESSAYS_SOURCE = "ukp-essays"
@@ -158,9 +159,9 @@ def copy_v1(conn: Connection) -> int:
             "seconds": row["seconds"],
         }
         judgments.append(dict(
-            task=JUDGMENT_TASK, judge=judge_name(row["judge"], row["model"], variant, options_digest(options)), profile=row["judge"],
-            model=row["model"], variant=variant, item=item, reference=row["gold"], valid=row["label"] is not None,
-            verdict=verdict, run_id=None, created_at=v1_time(row["created_at"]),
+            task=JUDGMENT_TASK, judge=judge_name(row["judge"], row["model"], variant, options_digest(options)),
+            profile=row["judge"], model=row["model"], variant=variant, options=options_digest(options), item=item,
+            reference=row["gold"], valid=row["label"] is not None, verdict=verdict, run_id=None, created_at=v1_time(row["created_at"]),
         ))
     for judgment in judgments:  # one at a time: a later row must replace an earlier one of the same item
         upsert(conn, [judgment])

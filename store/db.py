@@ -38,7 +38,6 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlmodel import Session, SQLModel, create_engine
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_random_exponential
 
-import store
 from store.migrations import SCHEMA_VERSION, migrate, read_schema_version, write_schema_version
 
 # SQLite's own wait for the write lock, per attempt; the attempts together wait at most LOCK_WAIT_S.
@@ -91,7 +90,7 @@ _UNREACHABLE = ("connection failed", "could not connect", "connection refused", 
 
 def _register_tables() -> None:
     """Import every module of the package so all SQLModel tables are in the metadata."""
-    for module in pkgutil.iter_modules(store.__path__):
+    for module in pkgutil.iter_modules([str(Path(__file__).parent)]):  # `import store` here: a circle
         importlib.import_module(f"store.{module.name}")
 
 

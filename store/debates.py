@@ -8,6 +8,7 @@ owns their shapes and round-trips them through its typed records."""
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from enum import Enum
 
 from sqlalchemy import func
 from sqlmodel import Field, SQLModel, select
@@ -17,6 +18,15 @@ from store.db import Database
 
 def _now() -> datetime:
     return datetime.now(timezone.utc)
+
+
+class TurnState(str, Enum):
+    """A turn's state: a bot turn's is its run's, a student message's that of its labelling."""
+
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
 
 
 class Debate(SQLModel, table=True):
@@ -58,14 +68,18 @@ class TurnAnalysis(SQLModel, table=True):
     turn_id: int = Field(foreign_key="debate_turn.id", index=True)
     kind: str = Field(description="grice | components")
     method: str = Field(description="strategy or method, e.g. BEST, mad")
-    judge: str = Field(default="", description="backend profile that judged")
-    result_json: str
+    judge: str = Field(default="", description="the judge's name in the judgment store (before: its backend profile)")
+    result_json: str = Field(description="where the judgment store keeps the result (before: a copy of it)")
     created_at: datetime = Field(default_factory=_now)
 
 
 class DebateRepository:
     def __init__(self, db: Database):
         self._db = db
+
+    @property
+    def db(self) -> Database:
+        return self._db
 
     def create(self, claim: str, user_side: str, backend: str = "", level: int = 2) -> Debate:
         if user_side not in ("pro", "con"):
@@ -109,7 +123,7 @@ class DebateRepository:
         length_action: str | None = None,
         error: str | None = None,
         seconds: float | None = None,
-        state: str = "done",
+        state: str = TurnState.DONE,
     ) -> DebateTurn:
         with self._db.session() as session:
             position = session.exec(
@@ -125,7 +139,7 @@ class DebateRepository:
                 length_action=length_action,
                 error=error,
                 seconds=seconds,
-                state=state,
+                state=TurnState(state).value,
             )
             session.add(turn)
             debate = session.get(Debate, debate_id)
@@ -146,7 +160,7 @@ class DebateRepository:
             for name, value in values.items():
                 if name not in DebateTurn.model_fields:
                     raise TypeError(f"debate_turn has no column {name!r}")
-                setattr(turn, name, value)
+                setattr(turn, name, TurnState(value).value if name == "state" else value)
             session.add(turn)
             session.flush()
             session.refresh(turn)

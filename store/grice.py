@@ -17,7 +17,8 @@ from sqlalchemy.engine import Connection
 from sqlmodel import Field, Session, SQLModel, select
 
 from store.db import Database
-from store.judgments import judge_name, options_digest, upsert
+from store.identity import judge_name, options_digest
+from store.judgments import upsert
 from store.migrations import has_tables, judgments_from_v1, v1_time, v1_usage
 
 TASK = "grice"
@@ -120,7 +121,7 @@ def copy_v1(conn: Connection) -> int:
         verdict = _v1_verdict(config["strategy"], metrics)
         judgments.append(dict(
             task=TASK, judge=judge_name(config["judge"], config["model"], variant, options_digest(options)),
-            profile=config["judge"], model=config["model"], variant=variant,
+            profile=config["judge"], model=config["model"], variant=variant, options=options_digest(options),
             item=f"{debate_id}/{turn_index}", reference=None, valid=verdict["invalid_reason"] is None,
             verdict=verdict, run_id=run_id, created_at=max(v1_time(m["created_at"]) for m in metrics),
         ))

@@ -10,6 +10,10 @@ one-row table `argtui_schema`. How to change the schema:
   connection inside the open transaction and brings version `old` to `old + 1`
   (for example `ALTER TABLE ... ADD COLUMN ...`). Steps run in order on open,
   all in one transaction, so a failed upgrade leaves the file as it was.
+
+A change of what judges (a prompt, the sampling, an option's default) or of what is judged (an
+item's text) needs no step: the judge's identity and the item's content digest follow it, so
+the change gives new judgments and the old ones stay (the renames of schema 4 predate that).
 """
 
 from __future__ import annotations
@@ -19,8 +23,11 @@ from typing import Callable
 
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection
+from sqlmodel import SQLModel
 
-SCHEMA_VERSION = 5
+from store.identity import judge_name, options_digest
+
+SCHEMA_VERSION = 6
 _VERSION_TABLE = "argtui_schema"
 
 
@@ -107,8 +114,6 @@ def judge_options_before_v4(task: str) -> Callable[[Callable[[str], dict]], Call
 def _v3_to_v4(conn: Connection) -> None:
     """Judges whose task's defaults changed get the options they ran with in their names, so a
     run with the new defaults is a new judge and resumes none of their answers."""
-    from store.judgments import judge_name, options_digest  # it imports store.db, which imports this module
-
     if not has_tables(conn, "judgment"):
         return
     judges = conn.exec_driver_sql("SELECT DISTINCT task, judge, profile, model, variant FROM judgment").fetchall()
@@ -133,12 +138,60 @@ def _v4_to_v5(conn: Connection) -> None:
     _add_column(conn, "critique_import", "pid", "INTEGER")
 
 
+_JUDGMENT_KEY = ("task", "judge", "item", "content")
+
+
+def _v5_to_v6(conn: Connection) -> None:
+    """Judgments carry their judge's identity in columns (the digests of its options, prompts and
+    sampling) and the digest of what it saw (`content`), which joins the unique key: an item whose
+    text changed is judged anew, its old judgment kept. The options digest of an older judge is
+    the one its name carried."""
+    if not has_tables(conn, "judgment"):
+        return
+    uniques = inspect(conn).get_unique_constraints("judgment")
+    if not any(tuple(unique["column_names"]) == _JUDGMENT_KEY for unique in uniques):
+        if conn.dialect.name == "sqlite":
+            _rebuild_sqlite_table(conn, "judgment")
+        else:
+            for column in ("options", "prompts", "sampling", "content"):
+                _add_column(conn, "judgment", column, "VARCHAR NOT NULL DEFAULT ''")
+            for unique in (unique for unique in uniques if tuple(unique["column_names"]) == _JUDGMENT_KEY[:3]):
+                conn.exec_driver_sql(f'ALTER TABLE judgment DROP CONSTRAINT "{unique["name"]}"')
+            conn.exec_driver_sql(f"ALTER TABLE judgment ADD UNIQUE ({', '.join(_JUDGMENT_KEY)})")
+    judges = conn.exec_driver_sql(
+        "SELECT DISTINCT judge, profile, model, variant FROM judgment WHERE options = '' AND prompts = '' "
+        "AND sampling = ''"
+    ).fetchall()
+    for judge, profile, model, variant in judges:
+        named = judge_name(profile, model, variant) + " #"
+        if judge.startswith(named):
+            conn.execute(text("UPDATE judgment SET options = :options WHERE judge = :judge"),
+                         {"options": judge.removeprefix(named), "judge": judge})
+
+
+def _rebuild_sqlite_table(conn: Connection, table: str) -> None:
+    """Give an SQLite table the shape its model has now (SQLite cannot change a unique key in place):
+    a new table of that shape gets the rows of the old one, whose columns it has."""
+    old = f"{table}_before_rebuild"
+    columns = [info["name"] for info in inspect(conn).get_columns(table)]
+    for index in inspect(conn).get_indexes(table):
+        conn.exec_driver_sql(f'DROP INDEX "{index["name"]}"')
+    conn.exec_driver_sql(f'ALTER TABLE "{table}" RENAME TO "{old}"')
+    model = SQLModel.metadata.tables[table]  # every store module is imported before the database opens
+    model.create(conn)
+    kept = ", ".join(f'"{name}"' for name in columns if name in model.columns)
+    conn.exec_driver_sql(f'INSERT INTO "{table}" ({kept}) SELECT {kept} FROM "{old}"')
+    conn.exec_driver_sql(f'DROP TABLE "{old}"')
+
+
 def _add_column(conn: Connection, table: str, column: str, declaration: str) -> None:
     if column not in {info["name"] for info in inspect(conn).get_columns(table)}:
         conn.exec_driver_sql(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
 
 
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5}
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {
+    1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5, 5: _v5_to_v6,
+}
 
 
 def migrate(conn: Connection, from_version: int) -> None:

@@ -13,7 +13,8 @@ import json
 
 from sqlalchemy.engine import Connection
 
-from store.judgments import judge_name, upsert
+from store.identity import judge_name
+from store.judgments import upsert
 from store.migrations import has_tables, judge_options_before_v4, judgments_from_v1, v1_time, v1_usage
 
 TASK = "pairwise"
@@ -36,7 +37,7 @@ def copy_v1(conn: Connection) -> int:
 
 
 def _judgment(row) -> dict:
-    model, _, profile = row["judge"].rpartition("@")
+    model, _, profile = row["judge"].rpartition("@")  # schema 1 kept the backend in one column, model@profile
     run_labels = json.loads(row["run_labels_json"])
     verdict = {
         "label": row["label"],

@@ -34,9 +34,10 @@ def text_of(screen, selector: str) -> str:
 def test_pairwise_task_draws_deterministically_and_honours_its_filter():
     first = PAIRWISE.draw(None, random.Random(4))
     again = PAIRWISE.draw(None, random.Random(4))
-    assert first.title == again.title and first.body == again.body
-    assert "Argument A (" in first.body and "Argument B (" in first.body
-    assert first.reference.split()[0] in LABELS and "published" in first.reference
+    assert first.title == again.title and first.body == again.body and first.sides == again.sides
+    a, b = first.sides
+    assert a.heading.startswith("Argument A (") and b.heading.startswith("Argument B (") and a.text and b.text
+    assert first.reference in LABELS and "published" in first.reference_note
     assert PAIRWISE.filters(None) == {"dimension": ("logical", "rhetorical", "dialectical")}
     rhetorical = PAIRWISE.draw(None, random.Random(4), dimension="rhetorical")
     assert "· rhetorical ·" in rhetorical.title and "rhetorically stronger" in rhetorical.body
@@ -115,12 +116,13 @@ def test_cached_and_partly_cached_answers_say_so_instead_of_a_time():
     assert answer_time(Verdict(usage=Usage(calls=1), seconds=1.234)) == "1.23 s"
 
 
-def test_the_target_span_is_emphasised_not_tagged_and_data_is_never_markup():
-    text = item_text("Cars [b]pollute[/b]. <TARGET>Ban them [red]now[/red]</TARGET>, says the <TARGET>city</TARGET>.")
-    assert text.plain == "Cars [b]pollute[/b]. Ban them [red]now[/red], says the city."
+def test_the_target_span_is_emphasised_and_data_is_never_markup():
+    body = "Cars [b]pollute[/b]. Ban them [red]now[/red], says the city."
+    text = item_text(body, (body.index("Ban"), body.index(", says")))
+    assert text.plain == body
     emphasised = [text.plain[span.start:span.end] for span in text.spans if span.style]
-    assert emphasised == ["Ban them [red]now[/red]", "city"]
-    assert item_text("no target here").plain == "no target here"
+    assert emphasised == ["Ban them [red]now[/red]"]
+    assert item_text("no target here").plain == "no target here" and not item_text("no target here").spans
 
 
 async def test_the_arena_shows_a_component_item_without_raw_target_tags(offline_backend, until):
@@ -130,10 +132,11 @@ async def test_the_arena_shows_a_component_item_without_raw_target_tags(offline_
                              auto_judge=False)
         await app.push_screen(screen)
         await until(pilot, lambda: screen.item is not None)
-        assert "<TARGET>" in screen.item.body  # the classifier's view of the item
+        start, end = screen.item.highlight  # the component under judgment
         shown = screen.query_one("#item-body", Static).render()
         assert "<TARGET>" not in str(shown) and "</TARGET>" not in str(shown)
-        assert any(span.style for span in shown.spans)
+        assert [shown.plain[span.start:span.end] for span in shown.spans if span.style] == [
+            screen.item.body[start:end]]
 
 
 async def test_at_80x24_both_arguments_of_a_pair_are_in_view_and_titles_are_abbreviated(offline_backend, until):

@@ -25,6 +25,7 @@ from engines.inspire.score import (
 )
 from engines.inspire.subjective import DimensionScore, SubjectiveScores
 from engines.judging.store import JudgmentStore
+from engines.judging.task import TaskItem
 from engines.judging.verdict import JudgeId, Verdict
 from engines.tasks.inspire import TurnJudgment, turn_judgment
 from fakes import error_reply
@@ -101,7 +102,7 @@ async def test_each_student_message_gets_its_inspirescore_in_the_coach_panel_and
     db = Database(argtui_home / "data" / "argtui.sqlite3")
     store = JudgmentStore(db, TASK_NAME)
     [stored_judge] = store.judges()
-    verdicts = store.load(stored_judge.judge)
+    verdicts = store.latest(stored_judge.judge)
     assert set(verdicts) == {stored_turn_key(debate_id, position) for position in scored} == {
         stored_turn_key(debate_id, 0), stored_turn_key(debate_id, 2)
     }
@@ -231,7 +232,8 @@ async def test_the_debate_list_shows_each_debates_overall_score(closed_backend, 
     db = Database(argtui_home / "data" / "argtui.sqlite3")
     store = JudgmentStore(db, TASK_NAME)
     store.save(JudgeId.of("closed", "m", "inspire"), [
-        (stored_turn_key(scored, 0), Verdict(value=0.4), None), (stored_turn_key(scored, 1), Verdict(value=0.7), None),
+        (TaskItem(stored_turn_key(scored, 0), "", ""), Verdict(value=0.4)),
+        (TaskItem(stored_turn_key(scored, 1), "", ""), Verdict(value=0.7)),
     ])
     db.close()
     app = ArgtuiApp()

@@ -62,6 +62,7 @@ from store.components import copy_v1, text_digest
 UKP = "ukp-argument-annotated-essays-v2"
 FIRST_TOKENS = {"MajorClaim": "Major", "Claim": "Cl", "Premise": "Prem"}
 TAGS = re.compile(r"</?(?:TARGET|ARG)>")
+DIGEST = re.compile(r" #[0-9a-f]{8}$")  # what a judge's name carries of its prompts, sampling and options
 
 ESSAY_TEXT = (
     "Should towns keep their libraries?\n\n"
@@ -364,10 +365,11 @@ async def test_eval_scores_every_component_counts_invalid_and_resumes(runtime, t
     assert scores.rows[1] == ("Claim", 1.0, 0.5, pytest.approx(2 / 3), 2)
     assert "macro F1 0.722" in scores.caption and "invalid 1 of 5" in scores.caption
     assert confusion.columns[-1] == "invalid" and confusion.rows[2] == ("Premise", 0, 0, 1, 1)
-    assert again.report.title == "vanilla on 1 essays (all), 5 components; judge m@scripted vanilla"
+    assert again.judge.name == f"m@scripted vanilla #{again.judge.digest}"  # its prompts and sampling digested
+    assert again.report.title == f"vanilla on 1 essays (all), 5 components; judge {again.judge.name}"
     assert "1.00 calls" in again.report.notes[0]
     store = JudgmentStore(runtime.db, "components")
-    invalid = store.load(again.judge)["essay900/T5"]
+    invalid = store.load(again.judge, items)["essay900/T5"]
     assert invalid.label is None and invalid.raw == "Banana" and not invalid.valid
     assert ("essay900/T5", "Premise") in [(item, reference) for item, reference, _ in store.labelled(again.judge)]
 
@@ -378,7 +380,7 @@ async def test_mad_verdicts_keep_the_transcript_and_the_view_finds_them(runtime,
     items = TASK.items(runtime, options)
     async with scripted_client(server) as client:
         run = await run_task(runtime, TASK, client, "mad", options, items)
-    assert run.judge.name == "m@scripted mad" and run.report.data["calls_per_component"] == 7.0
+    assert run.judge.name == f"m@scripted mad #{run.judge.digest}" and run.report.data["calls_per_component"] == 7.0
     assert [row["component"] for row in run.report.predictions] == [c.id for c in ESSAY.components]
     assert run.report.predictions[1]["gold"] == "Claim" and len(run.report.predictions[1]["transcript"]) == 5
     [entry] = labelled_documents(runtime.db)
@@ -414,19 +416,23 @@ def test_a_result_round_trips_through_its_verdict():
 async def test_judge_names_carry_the_method_and_what_changes_answers():
     profile = BackendProfile(name="gpu", model="org/m", base_urls=["http://127.0.0.1:9/v1"])
 
-    async def name(method: str, **overrides) -> str:
+    async def name(method: str, **overrides) -> tuple[str, str]:
+        """The judge's variant and options digest (its name also digests the prompts)."""
         options = default_options(TASK, **overrides)
         TASK.check_options(options)
-        return (await judge_id(TASK, client, method, options)).name
+        judge = await judge_id(TASK, client, method, options)
+        assert judge.name == f"org/m@gpu {judge.variant} #{judge.digest}" and judge.prompts
+        return judge.variant, judge.options
 
     async with LLMClient(profile) as client:  # never asked anything: the model is in the profile
-        assert await name("mad") == "org/m@gpu mad" == await name("mad", votes=1, turn_tokens=DEFAULT_TURN_TOKENS)
-        assert await name("mad", manager="gpu", judge="gpu") == "org/m@gpu mad"  # the judge's own profile
-        assert await name("mad", manager="small") != await name("mad", debaters="small") != "org/m@gpu mad"
+        plain = await name("mad")
+        assert plain == await name("mad", votes=1, turn_tokens=DEFAULT_TURN_TOKENS)  # the defaults, given
+        assert await name("mad", manager="gpu", judge="gpu") == plain  # the judge's own profile
+        assert await name("mad", manager="small") != await name("mad", debaters="small") != plain
         assert len({await name("cot", **{budget: 512}) for budget in COUNT_DEFAULTS if budget != "votes"}) == 3
-        assert await name("mad", seed=3) == "org/m@gpu mad/seed3"
-        assert await name("vanilla", seed=3) == "org/m@gpu vanilla"
-        assert (await name("mad", votes=3)).startswith("org/m@gpu mad #")
+        assert await name("mad", seed=3) == ("mad/seed3", plain[1])
+        assert await name("vanilla", seed=3) == await name("vanilla")
+        assert await name("mad", votes=3) != plain
         assert await name("mad", votes=3) != await name("mad", votes=3, skip_threshold=0.9)
     with pytest.raises(ArgtuiError, match="probability"):
         TASK.check_options(default_options(TASK, skip_threshold=1.5))
@@ -442,7 +448,7 @@ async def test_a_labelled_text_is_stored_with_its_text_under_the_batch_judge_nam
     async with scripted_client(server) as client:
         judge, results = await label_text(runtime.db, client, text, "vanilla", default_options(TASK))
         again, relabelled = await label_text(runtime.db, client, text, "vanilla", default_options(TASK))
-    assert judge == again and judge.name == "m@scripted vanilla"
+    assert judge == again and judge.name == f"m@scripted vanilla #{judge.digest}"
     [entry] = labelled_documents(runtime.db)  # labelled twice: stored once
     assert entry.source == "typed" and entry.text == text and entry.name == "Cities should ban cars from their …"
     assert set(entry.items) == {text_key(text, r.span) for r in results} and len(entry.items) == 3
@@ -477,12 +483,12 @@ def test_eval_components_command_prints_tables_writes_transcripts_and_resumes(mo
                 "--method", "VANILLA", "cot", "--limit", "1"]
         assert main([*argv, "--json", "--output", str(output)]) == 0
         results = json.loads(capsys.readouterr().out)["results"]
-        assert [r["judge"] for r in results] == ["m@env vanilla", "m@env cot"]
+        assert [DIGEST.sub("", r["judge"]) for r in results] == ["m@env vanilla", "m@env cot"]
         assert [r["calls_per_component"] for r in results] == [1.0, 2.0]
         assert all(r["n"] == 5 and r["invalid"] == 1 and r["essays"] == 1 for r in results)
         written = json.loads(output.read_text())
         assert [w["metrics"]["run_id"] for w in written["runs"]] == [r["run_id"] for r in results]
-        assert [row["judge"] for row in written["table"]["rows"]] == ["m@env vanilla", "m@env cot"]
+        assert [row["judge"] for row in written["table"]["rows"]] == [r["judge"] for r in results]
         assert written["table"]["rows"][0]["macro_f1"] == round(100 * results[0]["macro_f1"], 1)
         predictions = written["runs"][1]["predictions"]
         assert [p["component"] for p in predictions] == ["T1", "T2", "T3", "T4", "T5"]
@@ -558,8 +564,11 @@ async def test_copy_v1_carries_old_predictions_and_transcripts_into_judgments(db
     store = JudgmentStore(db, "components")
     options = default_options(TASK, seed=2, votes=3, turn_tokens=64, judge_tokens=64, skip_threshold=0.8)
     async with LLMClient(BackendProfile(name="gpu", model="org/m", base_urls=["http://127.0.0.1:9/v1"])) as client:
-        mad = await judge_id(TASK, client, "mad", options)  # the name a rerun with these settings gets
-    [verdict] = store.load(mad).items()
+        rerun = await judge_id(TASK, client, "mad", options)
+    [mad] = [stored.judge for stored in store.judges() if stored.judge.variant == rerun.variant]
+    assert (mad.profile, mad.model, mad.options != "", mad.prompts) == (rerun.profile, rerun.model, True, "")
+    assert rerun.name != mad.name  # a rerun judges anew (its prompts are digested): the old verdicts stay
+    [verdict] = store.latest(mad).items()
     assert verdict[0] == essay_key("essay900", "T2")
     assert result_of(verdict[1], "mad") == ComponentResult(
         Span(claim.start, claim.end, claim.text), "mad", "Premise", {"MajorClaim": 0.0, "Claim": 0.67, "Premise": 0.33},
@@ -570,7 +579,7 @@ async def test_copy_v1_carries_old_predictions_and_transcripts_into_judgments(db
     )
     assert [(item, reference) for item, reference, _ in store.labelled(mad)] == [("essay900/T2", "Claim")]
     live = JudgeId.of("embedded", "SmolLM2-135M-Instruct", "vanilla")  # vanilla has no token limit to name
-    [(key, invalid)] = store.load(live).items()
+    [(key, invalid)] = store.latest(live).items()
     assert key == text_key(TYPED, Span(0, 35, TYPED[:35])) and not invalid.valid and invalid.raw == "Thesis"
     assert {(entry.name, entry.judge) for entry in labelled_documents(db)} == {
         ("essay900", mad), ("School uniforms should be mandatory. They …", live),

@@ -10,7 +10,7 @@ import pytest
 from argtui.config import load_config
 from argtui.runtime import Runtime
 from engines.components import LABELS
-from engines.components.formatting import TARGET_CLOSE, TARGET_OPEN
+from engines.components.formatting import TARGET_OPEN
 from engines.judging.task import default_options, tasks
 from engines.tasks.components import EXAMPLE_TEXTS, TASK
 from test_components import ScriptedServer, scripted_client
@@ -47,7 +47,7 @@ def test_without_the_corpus_items_come_from_example_paragraphs(examples_ctx):
     assert {item.payload.text for item in items} <= set(EXAMPLE_TEXTS)
     for item in items:
         target = item.payload.spans[item.payload.target]
-        assert f"{TARGET_OPEN}{target.text}{TARGET_CLOSE}" in item.body
+        assert item.body[slice(*item.highlight)] == target.text  # the component under judgment
         number = EXAMPLE_TEXTS.index(item.payload.text) + 1
         assert item.key == f"example{number}/S{item.payload.target + 1}"
     assert len({item.key for item in items}) > 3  # the draws differ
@@ -61,7 +61,7 @@ async def test_with_the_corpus_items_are_gold_components_of_test_essays(essays_c
     assert essay_id.startswith("essay") and item.title.startswith(f"{essay_id} · {component_id}")
     target = item.payload.spans[item.payload.target]
     assert item.reference in LABELS
-    assert f"{TARGET_OPEN}{target.text}{TARGET_CLOSE}" in item.body
+    assert item.body[slice(*item.highlight)] == target.text and TARGET_OPEN not in item.body
     assert len(item.body) < 1000  # an excerpt around the target, not the whole essay
     server = ScriptedServer({target.text: "MajorClaim"})
     async with scripted_client(server) as client:

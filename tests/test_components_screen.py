@@ -11,6 +11,7 @@ from engines.components import ComponentResult, Span, Turn
 from engines.components.records import essay_key, store_essays, verdict_of
 from engines.datasets.ukp_essays import Essay
 from engines.judging.store import JudgmentStore
+from engines.judging.task import TaskItem
 from engines.judging.verdict import JudgeId
 from engines.llm.types import Usage
 from screens.components import ComponentsScreen
@@ -52,7 +53,7 @@ def store_debated_document(db) -> None:
         ),
     ]
     JudgmentStore(db, "components").save(JudgeId.of("test", "m", "mad"), [
-        (essay_key("essay900", f"T{index + 1}"), verdict_of(result), gold)
+        (TaskItem(essay_key("essay900", f"T{index + 1}"), "", "", reference=gold), verdict_of(result))
         for index, (result, gold) in enumerate(zip(results, ("MajorClaim", "Claim")))
     ])
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 import shutil
 from contextlib import ExitStack
 from pathlib import Path
@@ -24,7 +25,7 @@ from engines.critiques.report import build_report, demo_judged, rater_names
 from engines.judging.evaluate import run_task
 from engines.judging.runner import RunPaused
 from engines.judging.store import JudgmentStore
-from engines.judging.task import default_options, task
+from engines.judging.task import TaskItem, default_options, task
 from engines.judging.verdict import JudgeId, Verdict
 from engines.llm.client import LLMClient
 from fakes import FakeServer, Reply, chat_reply, disconnect
@@ -114,13 +115,13 @@ async def test_invalid_output_is_stored_raw_and_counted_and_a_rerun_resumes(db, 
     seen = []
     async with fake_client(db, server) as client:
         run = await run_task(ctx, TASK, client, "rubric", options, items, on_progress=seen.append)
-    assert run.judge.name == "m@fake rubric"
+    assert run.judge.name == f"m@fake rubric #{run.judge.digest}"
     progress = run.outcome.progress
     assert (run.outcome.judged_now, progress.invalid, progress.total) == (3, 2, 3)
     assert (progress.usage.calls, progress.usage.prompt_tokens, progress.usage.completion_tokens) == (3, 150, 27)
     assert seen[-1].done == 3 and seen[-1].state == RunState.DONE
     assert server.bodies[0]["response_format"]["json_schema"]["schema"]["required"][-1] == "overall"
-    stored = JudgmentStore(db, "critiques").load(run.judge)
+    stored = JudgmentStore(db, "critiques").latest(run.judge)
     good = stored["c1"]
     assert good.valid and good.value == 0.6 and good.data["strength"] == 0.5
     assert good.data["reasoning"] == "It attacks the main premise." and set(good.data) == {*DIMENSIONS, "reasoning"}
@@ -128,10 +129,12 @@ async def test_invalid_output_is_stored_raw_and_counted_and_a_rerun_resumes(db, 
                            "dead_weight 0.00 · single_issue 1.00 — It attacks the main premise.")
     assert not stored["c2"].valid and stored["c2"].raw == "I rate it 1 because I was told so"
     assert not stored["c3"].valid and "strength" in stored["c3"].invalid_reason
-    assert run.report.title == "m@fake rubric (rubric prompt): 1 valid, 2 invalid of 3 critiques"
-    assert run.report.notes[-1] == "Loss tables: argtui agreement critiques --reference RATER --compare 'm@fake rubric'"
+    assert run.report.title == f"{run.judge.name} (rubric prompt): 1 valid, 2 invalid of 3 critiques"
+    assert run.report.notes[-1] == (
+        f"Loss tables: argtui agreement critiques --reference RATER --compare '{run.judge.name}'"
+    )
     batch = RunRepository(db).list("eval-critiques")[0]
-    assert (batch.state, batch.done, batch.invalid, batch.judge) == (RunState.DONE, 3, 2, "m@fake rubric")
+    assert (batch.state, batch.done, batch.invalid, batch.judge) == (RunState.DONE, 3, 2, run.judge.name)
 
     async with fake_client(db, server) as client:
         again = await run_task(ctx, TASK, client, "rubric", options, items)
@@ -140,8 +143,8 @@ async def test_invalid_output_is_stored_raw_and_counted_and_a_rerun_resumes(db, 
 
     async with fake_client(db, server, model="another-model") as client:  # another judge, judged anew
         other = await run_task(ctx, TASK, client, "rubric", options, items[:1])
-    assert other.judge.name == "another-model@fake rubric" and other.outcome.judged_now == 1
-    assert len(server.bodies) == 4 and rater_names(db) == ["another-model@fake rubric", "m@fake rubric"]
+    assert other.judge.name == f"another-model@fake rubric #{other.judge.digest}" and other.outcome.judged_now == 1
+    assert len(server.bodies) == 4 and rater_names(db) == [other.judge.name, run.judge.name]
 
 
 async def test_a_backend_failure_pauses_the_run_keeping_finished_verdicts(db, ctx, repo, answering):
@@ -151,7 +154,8 @@ async def test_a_backend_failure_pauses_the_run_keeping_finished_verdicts(db, ct
     async with fake_client(db, server) as client:
         with pytest.raises(RunPaused):
             await run_task(ctx, TASK, client, "rubric", options, items, concurrency=1)
-    assert JudgmentStore(db, "critiques").judged(JudgeId.of("fake", "m", "rubric")) == {"c1", "c2"}
+    [paused] = JudgmentStore(db, "critiques").judges()
+    assert paused.judge.variant == "rubric" and JudgmentStore(db, "critiques").judged(paused.judge) == {"c1", "c2"}
     assert RunRepository(db).list("eval-critiques")[0].state == RunState.PAUSED
     server = answering({"": RUBRIC_REPLY})
     async with fake_client(db, server) as client:
@@ -175,7 +179,8 @@ def test_judge_verdicts_enter_the_agreement_under_their_judge_name(db):
     judge = JudgeId.of("embedded", "SmolLM2-135M-Instruct", "simple")
     # The judge swaps the reference's two scores, so it reverses the one ordered pair it shares.
     JudgmentStore(db, "critiques").save(judge, [
-        (first, rated(wa[second]), None), (second, rated(wa[first]), None), ("demo-p01-c3", rated(None), None),
+        (TaskItem(first, "", ""), rated(wa[second])), (TaskItem(second, "", ""), rated(wa[first])),
+        (TaskItem("demo-p01-c3", "", ""), rated(None)),
     ])
     # A schema-1 judge rater: its ratings are read from their copy in the judgment store, not twice.
     repo.ensure_rater("embedded:simple", JUDGE, {"profile": "embedded", "model": "m", "prompt": "simple"})
@@ -226,7 +231,7 @@ def test_copy_v1_carries_old_judge_ratings_into_the_judgment_store(db):
     store = JudgmentStore(db, "critiques")
     [stored] = store.judges()
     assert (stored.judge, stored.judgments, stored.invalid) == (judge, 2, 1)
-    verdicts = store.load(judge)
+    verdicts = store.latest(judge)
     assert verdicts["c1"] == Verdict(
         value=0.7, data={**dict.fromkeys(DIMENSIONS), "overall": 0.7, "reasoning": "Clear enough."},
         raw='{"reasoning": "Clear enough.", "overall": 0.7}', detail="Clear enough.",
@@ -263,7 +268,7 @@ def test_the_embedded_model_rates_critiques_through_the_cli_and_a_rerun_costs_no
     assert main(["eval", "critiques", "--prompt", "simple", "--limit", "3", "--json"]) == 0
     [first] = json.loads(capsys.readouterr().out)["results"]
     judge = first["judge"]
-    assert judge == "SmolLM2-135M-Instruct@test-llama simple"
+    assert re.fullmatch(r"SmolLM2-135M-Instruct@test-llama simple #[0-9a-f]{8}", judge)
     assert (first["items"], first["judged_now"], first["resumed"], first["usage"]["calls"]) == (3, 3, 0, 3)
     assert first["valid"] + first["invalid"] == 3 and first["report"] is None
 

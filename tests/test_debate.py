@@ -8,29 +8,28 @@ import json
 
 import pytest
 
+from argtui.config import load_config
+from argtui.runtime import Runtime
+from engines.components.records import text_key, typed_item, verdict_of
 from engines.components.types import ComponentResult, Span, Turn
+from engines.debate.exchange import DebateExchange
 from engines.debate.export import exchanges, full_record, rad_run
 from engines.debate.messages import trim_message
-from engines.debate.pipeline import (
-    STEPS,
-    WORD_LIMIT,
-    BotTurn,
-    EvidenceItem,
-    StepFinished,
-    StepStarted,
-    TurnCompleted,
-    TurnFailed,
-    partial_reply,
-)
+from engines.debate.opponent import BotTurn, EvidenceItem, StepFinished, StepStarted, TurnCompleted, TurnFailed
+from engines.debate.pipeline import STEPS, partial_reply
+from engines.debate.replies import WORD_LIMIT
 from engines.debate.records import ComponentRecord, DebateRecords, GriceRecord, TurnSteps
 from engines.debate.schemas import SearchPlan, SearchQuery, StrategyAnalysis
-from engines.debate.session import DebateSession
-from engines.grice.types import GriceJudgment, MetricJudgment
+from engines.debate.session import DebateSession, JudgingChoice
+from engines.grice.types import GriceContext, GriceJudgment, MetricJudgment
+from engines.judging.store import JudgmentStore
+from engines.judging.verdict import JudgeId
 from engines.llm.client import LLMClient
 from engines.retrieval.types import Argument
+from engines.tasks.debate_judges import TaskJudges, grice_item
+from engines.tasks.grice import turn_verdict
 from fakes import FakeServer, chat_reply
 from store.debates import DebateRepository
-from store.grice import GriceRepository
 
 CLAIM = "School uniforms should be mandatory"
 
@@ -115,17 +114,27 @@ def test_what_a_session_stores_reads_back_as_the_same_records(db):
         metric="quality", method="Analyzer5", answer="no", p_yes=0.2, rationale="unsupported", raw="No",
         source="logprobs", seconds=0.5)}, seconds=0.6)
     grice = GriceRecord.of(judgment)
-    records.add_grice(reply.id, grice, judge="local")
+    # The judgments live in the judgment store; the turns link to them.
+    grice_judge = JudgeId.of("local", "m", "BEST")
+    item = grice_item(debate.id, reply, GriceContext([("user", message.content)], reply.content))
+    JudgmentStore(db, "grice").save(grice_judge, [(item, turn_verdict(judgment))])
+    records.link_judgment(reply.id, "grice", "BEST", grice_judge.name, "grice", [item.key])
     result = ComponentResult(Span(0, 24, "Uniforms stop bullying."), "mad", "Claim", {"Claim": 0.7, "Premise": 0.3},
                              transcript=(Turn("proponent", "A stance.", "Claim"),), reason="the thesis")
     components = [ComponentRecord.of(result)]
-    records.add_components(message.id, "mad", components, judge="local")
+    parts_judge = JudgeId.of("local", "m", "mad")
+    JudgmentStore(db, "components").save(parts_judge, [(typed_item(message.content, result.span), verdict_of(result))])
+    records.link_judgment(message.id, "components", "mad", parts_judge.name, "components",
+                          [text_key(message.content, result.span)])
     user, bot_turn = records.turns(debate.id)
     assert user.components == components and user.grice is None and user.steps is None
     assert bot_turn.grice == grice and bot_turn.components is None
     assert (bot_turn.grice.metrics["quality"].answer, bot_turn.grice.metrics["quality"].p_yes) == ("no", 0.2)
     assert user.components[0].transcript[0].label == "Claim" and user.components[0].span.end == 24
     assert bot_turn.evidence == reply.evidence and [a.method for a in bot_turn.analyses] == ["BEST"]
+    assert bot_turn.analyses[0].judge == grice_judge.name and bot_turn.analyses[0].link.items == [item.key]
+    JudgmentStore(db, "grice").save(grice_judge, [(item, turn_verdict(GriceJudgment("BEST", {}, seconds=0.1)))])
+    assert records.turns(debate.id)[1].grice.metrics == {}  # judged again: the turn shows the store's verdict
 
 
 def test_a_debate_stored_by_the_previous_release_loads_and_exports(db):
@@ -185,16 +194,17 @@ def test_a_debate_stored_by_the_previous_release_loads_and_exports(db):
 
 
 @pytest.mark.llm
-async def test_two_turn_scripted_debate_against_the_real_model(db, llama_profile, retriever):
+async def test_two_turn_scripted_debate_against_the_real_model(argtui_home, llama_profile, retriever):
     # The five steps' structure is under test, not the shared server's speed: a call may wait
     # behind work an earlier test left on the server.
-    client = LLMClient(llama_profile.model_copy(update={"timeout_s": 300}))
-    repository = DebateRepository(db)
+    profile = llama_profile.model_copy(update={"timeout_s": 300})
+    load_config().add_backend(profile, make_default=True)
+    runtime = Runtime()
+    client = LLMClient(profile)
+    repository = DebateRepository(runtime.db)
     debate = repository.create(CLAIM, "pro", backend=llama_profile.name)
-    session = DebateSession(
-        repository, debate, client, retriever,
-        reason_store=GriceRepository(db), grice_strategy="ZSL", component_method="vanilla",
-    )
+    session = DebateSession(repository, debate, client, retriever, choice=JudgingChoice("ZSL", "vanilla"))
+    exchange = DebateExchange(session, TaskJudges(runtime, client), coach=False)
     messages = [
         "School uniforms reduce bullying because nobody is mocked for their clothes.",
         "Uniforms also save parents money over a school year.",
@@ -202,7 +212,8 @@ async def test_two_turn_scripted_debate_against_the_real_model(db, llama_profile
     results = []
     for message in messages:
         events = []
-        result = await session.exchange(message, events.append)
+        result = await exchange.send(message, lambda event: events.append(getattr(event, "event", None)))
+        events = [event for event in events if event is not None]  # the bot's own events
         results.append(result)
         assert isinstance(events[0], StepStarted) and events[0].step == "strategy"
         assert result.failure is None, result.failure
@@ -236,6 +247,7 @@ async def test_two_turn_scripted_debate_against_the_real_model(db, llama_profile
     assert [{a["id"] for a in reply["arguments"]} for reply in replies] == [
         {a.id for a in result.bot.used_arguments} for result in results]
     await client.aclose()
+    await runtime.aclose()
 
 
 def key_shape(value):

@@ -11,12 +11,13 @@ from dataclasses import replace
 import httpx
 import pytest
 
+from argtui.runtime import Runtime
 from engines.debate import prompts
+from engines.debate.exchange import DebateExchange
 from engines.debate.levels import (
     LEVELS, counter_arguments, default_level, get_level, labels_during_reply, opponent,
 )
-from engines.debate.pipeline import (
-    STEPS,
+from engines.debate.opponent import (
     DebateSetup,
     DialogueTurn,
     ReplyProgress,
@@ -26,12 +27,14 @@ from engines.debate.pipeline import (
     TurnCompleted,
     TurnFailed,
 )
+from engines.debate.pipeline import STEPS
 from engines.debate.records import DebateRecords
 from engines.debate.replies import WORD_LIMIT, check_text
-from engines.debate.session import DebateSession
+from engines.debate.session import DebateSession, JudgingChoice
 from engines.errors import ArgtuiError
 from engines.llm.client import LLMClient
 from engines.llm.profile import BackendProfile
+from engines.tasks.debate_judges import TaskJudges
 from fakes import FakeServer, Reply, chat_reply, error_reply, schema_instance, stream_reply
 from store.debates import DebateRepository
 from store.llm_cache import ResponseCache
@@ -391,7 +394,7 @@ async def test_each_step_may_generate_the_longest_answer_its_schema_allows(llama
 
 
 @pytest.mark.parametrize("during", [True, False])
-async def test_a_message_is_labelled_during_the_reply_only_where_the_backend_affords_it(db, retriever, fake_server,
+async def test_a_message_is_labelled_during_the_reply_only_where_the_backend_affords_it(retriever, fake_server,
                                                                                          during):
     reply = "Bullies pick on other things than clothes, so uniforms change little."
 
@@ -402,10 +405,11 @@ async def test_a_message_is_labelled_during_the_reply_only_where_the_backend_aff
 
     fake_server.answer = answer
     client = fake_client(fake_server)
-    repository = DebateRepository(db)
+    runtime = Runtime()
+    repository = DebateRepository(runtime.db)
     session = DebateSession(repository, repository.create(CLAIM, "con", level=1), client, retriever,
-                            component_method="vanilla", grice_strategy="ZSL", label_during_reply=during)
-    result = await session.exchange(MESSAGE)
+                            choice=JudgingChoice("ZSL", "vanilla"), label_during_reply=during)
+    result = await DebateExchange(session, TaskJudges(runtime, client), coach=False).send(MESSAGE)
     assert result.bot is not None and result.user_turn.content == MESSAGE
     stance_start = prompts.STANCE_CHECK.split("{")[0]
     kinds = ["reply" if body.get("stream") else
@@ -413,6 +417,7 @@ async def test_a_message_is_labelled_during_the_reply_only_where_the_backend_aff
              for body in fake_server.bodies]
     assert "label" in kinds and (kinds.index("label") < kinds.index("stance")) == during, kinds
     await client.aclose()
+    await runtime.aclose()
 
 
 def test_the_embedded_model_labels_after_the_reply_a_gpu_server_during_it():

@@ -3,8 +3,12 @@ transcript targets, the status line and the turn count, from turns stored in a r
 
 from __future__ import annotations
 
-from engines.debate.pipeline import StepFinished, StepStarted, TurnFailed
+from engines.components.records import text_key, typed_item, verdict_of
+from engines.components.types import ComponentResult, Span
+from engines.debate.opponent import StepFinished, StepStarted, TurnFailed
 from engines.debate.records import ComponentRecord, DebateRecords, SpanRecord, StoredTurn, TurnSteps
+from engines.judging.store import JudgmentStore
+from engines.judging.verdict import JudgeId
 from screens.debate_state import DebateState, Message, turns_text
 from store import Database
 from store.debates import DebateRepository
@@ -16,9 +20,13 @@ def stored(db: Database, *, labelled: bool = True, reply: str | None = "done"):
     records = DebateRecords(repository)
     debate = repository.create("Uniforms should be mandatory", "pro", backend="closed")
     message = records.add_message(debate.id, "Uniforms reduce bullying.")
-    if labelled:
-        component = ComponentRecord(span=SpanRecord(start=0, end=8, text="Uniforms"), method="vanilla", label="Claim")
-        records.add_components(message.id, "vanilla", [component], judge="closed")
+    if labelled:  # in the judgment store, linked from the message
+        component = ComponentResult(Span(0, 8, "Uniforms"), "vanilla", "Claim")
+        judge = JudgeId.of("closed", "m", "vanilla")
+        item = typed_item(message.content, component.span)
+        JudgmentStore(db, "components").save(judge, [(item, verdict_of(component))])
+        records.link_judgment(message.id, "components", "vanilla", judge.name, "components",
+                              [text_key(message.content, component.span)])
     if reply is not None:
         turn = records.start_reply(debate.id)
         if reply == "cancelled":

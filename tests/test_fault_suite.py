@@ -16,12 +16,15 @@ from pathlib import Path
 import pytest
 
 from argtui.config import load_config
+from argtui.runtime import Runtime
+from engines.debate.exchange import DebateExchange
 from engines.debate.levels import get_level
-from engines.debate.session import DebateSession
+from engines.debate.session import DebateSession, JudgingChoice
 from engines.llm.client import LLMClient
 from engines.llm.embedded import EMBEDDED_MODEL_NAME, embedded_server
 from engines.llm.profile import BackendProfile
 from engines.llm.servers import ManagedServer, free_loopback_port
+from engines.tasks.debate_judges import TaskJudges
 from fakes import FakeServer, Reply, chat_reply, error_reply, stream_reply
 from store import Database
 from store.debates import DebateRepository
@@ -120,7 +123,7 @@ FAULTS = {
 
 
 @pytest.mark.parametrize("fault", FAULTS)
-async def test_a_backend_fault_fails_only_its_turn_and_the_debate_goes_on(db, retriever, fault):
+async def test_a_backend_fault_fails_only_its_turn_and_the_debate_goes_on(retriever, fault):
     broken, error = FAULTS[fault]
     faulty = True
 
@@ -129,17 +132,20 @@ async def test_a_backend_fault_fails_only_its_turn_and_the_debate_goes_on(db, re
 
     with FakeServer(answer) as fake:
         client = LLMClient(fake.profile(kind="vllm", retries=0))
-        repository = DebateRepository(db)
+        runtime = Runtime()
+        repository = DebateRepository(runtime.db)
         session = DebateSession(repository, repository.create(CLAIM, "con", level=1), client, retriever,
-                                grice_strategy="ZSL", component_method="vanilla")
+                                choice=JudgingChoice("ZSL", "vanilla"))
         session.pipeline = get_level(1).bot(client, retriever, step_timeouts={"reply": 1.0})
-        result = await session.exchange(MESSAGE)
+        exchange = DebateExchange(session, TaskJudges(runtime, client), coach=False)
+        result = await exchange.send(MESSAGE)
         assert result.bot is None and result.failure.step == "reply" and error in result.failure.error
         assert result.bot_turn.state == "failed" and error in result.bot_turn.error
         faulty = False
-        result = await session.exchange("Uniforms also save parents money over a school year.")
+        result = await exchange.send("Uniforms also save parents money over a school year.")
         assert result.failure is None and result.bot.reply == ANSWER
         turns = session.records.turns(session.debate.id)
         assert [(t.role, t.state) for t in turns] == [("user", "done"), ("assistant", "failed"),
                                                        ("user", "done"), ("assistant", "done")]
         await client.aclose()
+        await runtime.aclose()

@@ -320,11 +320,13 @@ async def test_copy_v1_carries_a_turn_into_one_verdict_under_the_name_the_task_g
 
     options = default_options(TASK, votes=3, no_rationale=True)
     async with LLMClient(BackendProfile(name="gpu", model="org/m-7b", base_urls=["http://127.0.0.1:9/v1"])) as client:
-        judge = await judge_id(TASK, client, "BEST", options)
-    assert judge.variant == f"BEST pool=builtin:{prompt_pool().digest[:8]}"
+        rerun = await judge_id(TASK, client, "BEST", options)
+    assert rerun.variant == f"BEST pool=builtin:{prompt_pool().digest[:8]}"
     store = JudgmentStore(db, "grice")
-    assert [stored.judge for stored in store.judges()] == [judge]
-    [(key, verdict)] = store.load(judge).items()
+    # The options that run gave, under the name it had then; a rerun (prompts digested) judges anew.
+    judge = JudgeId.of("gpu", "org/m-7b", rerun.variant, {"votes": 3, "no_rationale": True})
+    assert [stored.judge for stored in store.judges()] == [judge] and rerun.name != judge.name
+    [(key, verdict)] = store.latest(judge).items()
     assert key == "deb/1/2"
     expected = GriceJudgment("BEST", {
         metric: MetricJudgment(metric, method, answer, p_yes, rationale_text, raw, "logprobs", error, seconds,
@@ -350,7 +352,7 @@ def test_copy_v1_carries_the_runs_of_a_previous_release(tmp_path):
         assert stored.name == JudgeId.of(
             "embedded", "SmolLM2-135M-Instruct", "ZSL pool=builtin:a1d81efc", {"no_rationale": True}
         ).name
-        verdicts = JudgmentStore(db, "grice").load(stored.judge)
+        verdicts = JudgmentStore(db, "grice").latest(stored.judge)
         assert sorted(verdicts) == ["toy-simulation:1/0", "toy-simulation:1/1", "toy-simulation:1/2"]
         first = metric_judgments(verdicts["toy-simulation:1/0"])
         assert first["quantity"].p_yes == pytest.approx(0.56328018282443) and first["quality"].answer == "no"
@@ -414,8 +416,8 @@ async def test_the_shared_layout_is_part_of_the_judge_and_the_seed_layout_keeps_
         seed = await judge_id(TASK, client, "BEST", default_options(TASK))
         named_seed = await judge_id(TASK, client, "BEST", default_options(TASK, layout="seed"))
         shared = await judge_id(TASK, client, "BEST", default_options(TASK, layout="shared"))
-    assert seed == named_seed and "#" not in seed.name
-    assert shared.variant == seed.variant and shared.name != seed.name
+    assert seed == named_seed
+    assert shared.variant == seed.variant and shared.options != seed.options and shared.name != seed.name
 
 
 def _judgment(values: dict[str, float | None]) -> GriceJudgment:

@@ -11,11 +11,10 @@ from textual.widgets._tabbed_content import ContentTabs
 from argtui.app import ArgtuiApp
 from engines.grice.judge import STRATEGIES
 from engines.grice.questions import QUESTIONS
-from engines.judging.task import tasks
+from engines.judging.task import SHORT_VARIANT_CHARS, tasks
+from engines.judging.verdict import JudgeId
 from screens.debate import SIDE_TABS, DebateScreen, MessageView, TranscriptScreen
 from screens.glossary import (
-    SHORT_CHARS,
-    VARIANT_NAMES,
     GlossaryScreen,
     JudgeName,
     component_label_definitions,
@@ -166,10 +165,10 @@ async def test_the_debate_screen_at_80x24_shows_whole_tab_labels_footer_and_stat
 def test_every_variant_of_every_task_has_a_plain_name_and_a_short_form_named_by_its_task():
     for task in tasks():
         for code in task.variants():
-            assert code in VARIANT_NAMES.get(task.name, {}), (task.name, code)
+            assert code in task.variant_names, (task.name, code)  # declared by the task itself
             name = variant_name(task.name, code)
-            assert name.title != code and len(name.short) <= SHORT_CHARS and name.definition, (task.name, code)
+            assert name.title != code and len(name.short) <= SHORT_VARIANT_CHARS and name.definition, (task.name, code)
     assert variant_name("pairwise", "cot").definition != variant_name("components", "cot").definition
     assert variant_name("grice", "cot").title == "cot"  # a code the task does not have stays as written
-    judge = JudgeName.parse("pairwise", "m@gpu few/runs3@t1 #ab12")
+    judge = JudgeName("pairwise", JudgeId(profile="gpu", model="m", variant="few/runs3@t1", options="ab12"))
     assert judge.title == "m@gpu Few-shot (few/runs3@t1) #ab12" and judge.short_variant == "Few-shot runs3@t1 #ab12"

@@ -137,7 +137,7 @@ def test_candidates_become_preference_pairs_that_trl_reads(patient_profile, tmp_
 
     store = JudgmentStore(runtime.db, "inspire")
     [judge] = store.judges()
-    bot = [t for t in map(turn_judgment, store.load(judge.judge).values()) if t.role == "assistant"]
+    bot = [t for t in map(turn_judgment, store.latest(judge.judge).values()) if t.role == "assistant"]
     assert len(bot) == 1 and len(bot[0].candidates) == 3  # one request with n = 3
     replies = bot[0].scored_replies()
     expected = int(len(replies) >= 2 and max(v for _, v in replies) > min(v for _, v in replies))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from types import SimpleNamespace
+from typing import Annotated
 
 import pytest
 
@@ -13,7 +13,8 @@ from argtui.cli import main
 from engines.judging import task as registry
 from engines.judging.runner import RunFailed, RunPaused, RunSpec, run_tracked
 from engines.judging.store import JudgmentStore
-from engines.judging.task import Option, TaskItem, TaskReport, default_options
+from engines.judging.options import OptionInfo, TaskOptions
+from engines.judging.task import TaskItem, TaskReport, default_options
 from engines.judging.verdict import JudgeId, Verdict
 from engines.llm.types import BackendError, Usage
 from store.runs import RunRepository, RunState
@@ -41,7 +42,8 @@ def test_verdict_and_judge_id_round_trip():
     bad = Verdict.invalid("not one of A, B", raw="C")
     assert not bad.valid and bad.raw == "C"
     judge = JudgeId.of("gpu", "org/model-7b", "few/runs3@t1", {"pool": "abc"})
-    assert judge.name.startswith("org/model-7b@gpu few/runs3@t1 #") and JudgeId.parse(judge.name) == judge
+    assert judge.name == f"org/model-7b@gpu few/runs3@t1 #{judge.options}" and len(judge.options) == 8
+    assert JudgeId.model_validate_json(judge.model_dump_json()) == judge
     assert JudgeId.of("gpu", "m", "zero").name == "m@gpu zero"
 
 
@@ -61,7 +63,7 @@ async def test_a_run_stores_every_verdict_and_a_rerun_judges_nothing(db):
     assert outcome.run.state == RunState.DONE and outcome.progress.invalid == 1
     assert outcome.progress.usage.prompt_tokens == 9 and outcome.progress.usage.calls == 4
     assert seen[-1].state == RunState.DONE and seen[-1].done == 4
-    stored = JudgmentStore(db, "toy").load(JUDGE)
+    stored = JudgmentStore(db, "toy").load(JUDGE, items(4))
     assert stored["i2"].raw == "???" and stored["i0"].label == "yes"
 
     calls.clear()
@@ -124,13 +126,18 @@ async def test_cancelling_a_run_pauses_it(db):
     assert run.state == RunState.PAUSED and run.error == "interrupted (Ctrl-C)"
 
 
+class ToyOptions(TaskOptions):
+    numbers: Annotated[int, OptionInfo("how many numbers")] = 4
+
+
 class ToyTask:
-    """A task that exists only in this test module."""
+    """A task that exists only in this test module, of the bare protocol (no base class)."""
 
     name = "toy-parity"
     title = "Toy: is the number odd?"
     labels = ("yes", "no")
-    options = (Option("numbers", "how many numbers", type=int, default=4),)
+    Options = ToyOptions
+    options = ToyOptions.task_options()
     variant_flag = "rule"
 
     def variants(self):
@@ -172,7 +179,9 @@ def test_a_registered_task_is_listed_by_eval_list(toy_task, capsys):
     out = capsys.readouterr().out
     assert "toy-parity" in out and "parity, always-yes" in out
     assert toy_task in registry.tasks()
-    assert default_options(toy_task) == SimpleNamespace(limit=None, seed=0, judge=None, concurrency=None, numbers=4)
+    assert default_options(toy_task) == ToyOptions(numbers=4)
+    assert default_options(toy_task).model_dump() == {
+        "judge": None, "limit": None, "seed": 0, "concurrency": None, "output": None, "variant": None, "numbers": 4}
     assert registry.canonical_variant(toy_task, "ALWAYS-yes") == "always-yes"
 
 
@@ -186,7 +195,7 @@ async def test_a_toy_task_appears_in_eval_list_the_arena_and_the_leaderboard(toy
     assert main(["eval", "--list"]) == 0
     assert "toy-parity" in capsys.readouterr().out
     app = ArgtuiApp()
-    JudgmentStore(app.services.db, toy_task.name).save(JUDGE, [("i1", Verdict(label="yes"), "yes")])
+    JudgmentStore(app.services.db, toy_task.name).save(JUDGE, [(TaskItem("i1", "item 1", "1", reference="yes"), Verdict(label="yes"))])
     async with app.run_test(size=(100, 30)) as pilot:
         arena = ArenaScreen(task="toy-parity", seed=0)
         await app.push_screen(arena)

@@ -11,14 +11,20 @@ from argtui.app import ArgtuiApp
 from engines.datasets.webis import load_webis
 from engines.judging import task as registry
 from engines.judging.store import JudgmentStore, arena_key
+from engines.judging.task import TaskItem
 from engines.judging.verdict import JudgeId, Verdict
 from engines.pairwise.leaderboard import EXPERTS, build_board
 from engines.pairwise.run import select_items
 from screens.leaderboard import LeaderboardScreen
 
-CLOSE = "m1@gpu zero/runs3@t1"
-NOISY = "m2@gpu few/logprob@t0"
+CLOSE_JUDGE, NOISY_JUDGE = JudgeId.of("gpu", "m1", "zero/runs3@t1"), JudgeId.of("gpu", "m2", "few/logprob@t0")
+CLOSE, NOISY = CLOSE_JUDGE.name, NOISY_JUDGE.name
 FLIP = {"A": "B", "B": "A", "Tie": "Tie"}
+
+
+def stored(key: str, reference: str | None) -> TaskItem:
+    """An item as the store keeps it: what these tests judge is the key alone."""
+    return TaskItem(key, key, "", reference=reference)
 
 
 def insert_judges(db) -> list:
@@ -26,10 +32,10 @@ def insert_judges(db) -> list:
     has an invalid output. Returns the judged items."""
     store = JudgmentStore(db, "pairwise")
     items = select_items(load_webis(), ["logical"], [20], limit=120)
-    for name in (CLOSE, NOISY):
+    for judge in (CLOSE_JUDGE, NOISY_JUDGE):
         verdicts = []
         for n, item in enumerate(items):
-            if name == CLOSE:
+            if judge == CLOSE_JUDGE:
                 label = FLIP[item.expert] if n % 5 == 0 else item.expert
                 runs = [label, label, item.expert]
             else:
@@ -37,8 +43,8 @@ def insert_judges(db) -> list:
                 runs = [label]
             verdict = Verdict(label=label, data={"run_labels": runs}, distribution={label: 1.0} if label else {},
                               raw="" if label else "garbage", invalid_reason=None if label else "not one of A, B, Tie")
-            verdicts.append((item.key, verdict, item.expert))
-        store.save(JudgeId.parse(name), verdicts)
+            verdicts.append((stored(item.key, item.expert), verdict))
+        store.save(judge, verdicts)
     return items
 
 
@@ -117,8 +123,8 @@ async def test_every_task_of_the_registry_is_listed_with_its_stored_judges(offli
     app = ArgtuiApp()
     insert_judges(app.services.db)
     JudgmentStore(app.services.db, "parity-toy").save(JudgeId.of("cpu", "t", "rule"), [
-        ("1", Verdict(label="yes"), "yes"), ("2", Verdict(label="yes"), "no"), ("3", Verdict.invalid("?"), "yes"),
-        ("4", Verdict(label="no"), None),
+        (stored("1", "yes"), Verdict(label="yes")), (stored("2", "no"), Verdict(label="yes")),
+        (stored("3", "yes"), Verdict.invalid("?")), (stored("4", None), Verdict(label="no")),
     ])
     async with app.run_test(size=(80, 24)) as pilot:
         screen = LeaderboardScreen(topic=20)
@@ -160,14 +166,15 @@ def test_leaderboard_snapshot(offline_backend, snap_compare, tab, until):
     assert snap_compare(app, terminal_size=(80, 24), run_before=open_tab)
 
 
-ARENA_JUDGE = "m3@cpu cot/runs3@t1"
+ARENA_JUDGE_ID = JudgeId.of("cpu", "m3", "cot/runs3@t1")
+ARENA_JUDGE = ARENA_JUDGE_ID.name
 
 
 def insert_arena_judge(db) -> list:
     """A judge whose only pairs were judged in the Arena (keyed as Arena items), as the Arena stores them."""
     items = select_items(load_webis(), ["logical"], [20], limit=6)
-    JudgmentStore(db, "pairwise").save(JudgeId.parse(ARENA_JUDGE), [
-        (arena_key(item.key), Verdict(label=item.expert, data={"run_labels": [item.expert] * 3}), item.expert)
+    JudgmentStore(db, "pairwise").save(ARENA_JUDGE_ID, [
+        (stored(arena_key(item.key), item.expert), Verdict(label=item.expert, data={"run_labels": [item.expert] * 3}))
         for item in items
     ])
     return items
@@ -178,7 +185,7 @@ def test_arena_judgments_count_on_the_board_and_a_batch_verdict_wins_over_an_are
     board = build_board(db, load_webis(), "logical", 20)
     assert ARENA_JUDGE in board.judges and board.arena_items == {ARENA_JUDGE: 6}
     assert board.results[ARENA_JUDGE].pairs == 6
-    JudgmentStore(db, "pairwise").save(JudgeId.parse(ARENA_JUDGE), [(items[0].key, Verdict(label="Tie"), items[0].expert)])
+    JudgmentStore(db, "pairwise").save(ARENA_JUDGE_ID, [(stored(items[0].key, items[0].expert), Verdict(label="Tie"))])
     again = build_board(db, load_webis(), "logical", 20)
     assert again.arena_items == {ARENA_JUDGE: 5} and again.results[ARENA_JUDGE].pairs == 6
 

@@ -13,7 +13,8 @@ import pytest
 from pydantic import BaseModel
 
 from engines.llm.adapters import gbnf_choice, parse_label
-from engines.llm.client import LLMClient, label_distribution
+from engines.llm.client import LLMClient
+from engines.llm.parsing import label_distribution
 from engines.llm.profile import BackendProfile
 from engines.llm.servers import free_loopback_port
 from engines.llm.status import probe

@@ -176,11 +176,12 @@ async def test_arena_shows_items_filters_answers_and_judge_names_as_written(clos
 
 async def test_leaderboard_shows_judge_names_as_written(closed_backend):  # noqa: F811
     app = ArgtuiApp()
-    judge = JudgeId.parse(f"{BOLD}@{CLOSE} zero/runs3@t1")
+    judge = JudgeId.of(CLOSE, BOLD, "zero/runs3@t1")
     items = select_items(load_webis(), ["logical"], [20], limit=20)
-    JudgmentStore(app.services.db, "pairwise").save(
-        judge, [(item.key, Verdict(label=item.expert, distribution={item.expert: 1.0}), item.expert) for item in items]
-    )
+    JudgmentStore(app.services.db, "pairwise").save(judge, [
+        (TaskItem(item.key, "", "", reference=item.expert), Verdict(label=item.expert, distribution={item.expert: 1.0}))
+        for item in items
+    ])
     async with app.run_test(size=SIZE) as pilot:
         screen = LeaderboardScreen(topic=20)
         await opened(app, pilot, screen)
@@ -201,8 +202,8 @@ async def test_components_shows_document_names_texts_and_transcripts_as_written(
                               usage=Usage(calls=1), seconds=0.1)
     store_essays(app.services.db, [Essay(CLOSE + "essay", text, (), ())])
     JudgmentStore(app.services.db, "components").save(JudgeId.of(BOLD, "m", "mad"), [
-        (essay_key(CLOSE + "essay", "T1"), verdict_of(skipped), "Claim"),
-        (essay_key(CLOSE + "essay", "T2"), verdict_of(result), "Premise"),
+        (TaskItem(essay_key(CLOSE + "essay", "T1"), "", text, reference="Claim"), verdict_of(skipped)),
+        (TaskItem(essay_key(CLOSE + "essay", "T2"), "", text, reference="Premise"), verdict_of(result)),
     ])
     async with app.run_test(size=SIZE) as pilot:
         screen = ComponentsScreen()

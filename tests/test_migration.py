@@ -13,7 +13,8 @@ import pytest
 from sqlalchemy import text
 
 from store import Database
-from store.judgments import judge_name, options_digest, upsert
+from store.identity import judge_name, options_digest
+from store.judgments import upsert
 from store.migrations import SCHEMA_VERSION
 from store.runs import RunRepository, RunState
 
@@ -36,7 +37,7 @@ def test_the_fixture_is_a_schema_1_database():
 def test_opening_migrates_runs_to_name_their_task(v1_database):
     db = Database(v1_database)
     try:
-        assert db.schema_version == SCHEMA_VERSION == 5
+        assert db.schema_version == SCHEMA_VERSION == 6
         runs = {run.task: run for run in RunRepository(db).list()}
         assert set(runs) == {"pairwise", "critiques", "grice", "components"}
         assert all(run.state == RunState.DONE for run in runs.values())

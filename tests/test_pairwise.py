@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from types import SimpleNamespace
 
 import pytest
@@ -248,9 +249,9 @@ def test_batch_items_carry_the_expert_label_and_draws_the_published_scores(corpu
 
     first, again = TASK.draw(ctx, random.Random(4)), TASK.draw(ctx, random.Random(4))
     assert first == again
-    assert "Argument A (" in first.body and "Argument B (" in first.body
-    label, rest = first.reference.split(" ", 1)
-    assert label in LABELS and rest.startswith("(published ") and label == first.payload.expert
+    assert [side.heading.split(" (")[0] for side in first.sides] == ["Argument A", "Argument B"]
+    assert first.reference in LABELS and first.reference == first.payload.expert  # the plain label, as stored
+    assert first.reference_note.startswith("published logical scores: A ")
     rhetorical = TASK.draw(ctx, random.Random(4), dimension="rhetorical")
     assert "· rhetorical ·" in rhetorical.title and "rhetorically stronger" in rhetorical.body
     assert rhetorical.payload.dimension == "rhetorical"
@@ -356,7 +357,7 @@ def test_old_pairwise_judgments_are_copied_into_the_judgment_store(db, corpus):
     judge = JudgeId.of("gpu", "org/m-7b", "zero/runs3@t1")
     assert (stored.judge, stored.judgments, stored.invalid) == (judge, 2, 1)
     assert stored.name == "org/m-7b@gpu zero/runs3@t1"
-    verdicts = store.load(judge)
+    verdicts = store.latest(judge)
     assert verdicts == {
         first.key: Verdict(label="A", data={"run_labels": ["A", "A", "Tie"]},
                            distribution={"A": 0.6667, "B": 0.0, "Tie": 0.3333}, raw="A\nA\nTie",
@@ -393,7 +394,7 @@ async def test_garbage_output_is_stored_as_invalid_and_counted(db, corpus, tmp_p
             ctx, opts = context(db, tmp_path), options(limit=2)
             run = await run_task(ctx, TASK, client, "zero", opts, TASK.items(ctx, opts))
     assert run.outcome.progress.invalid == 2 and run.outcome.judged_now == 2
-    stored = JudgmentStore(db, "pairwise").load(run.judge)
+    stored = JudgmentStore(db, "pairwise").load(run.judge, TASK.items(ctx, opts))
     assert len(stored) == 2 and all(v.invalid_reason == "not one of A, B, Tie" for v in stored.values())
     assert all(v.raw.startswith("Well") for v in stored.values())
     [row] = run.report.tables[0].rows
@@ -412,7 +413,7 @@ def test_eval_pairwise_stores_judgments_and_a_rerun_sends_no_request(capsys):
         assert main(args) == 0
         [first] = json.loads(capsys.readouterr().out)["results"]
         sent = len(fake.received)
-        assert first["judge"] == "m@fake zero/runs3@t1" and first["judged_now"] == 2
+        assert re.fullmatch(r"m@fake zero/runs3@t1 #[0-9a-f]{8}", first["judge"]) and first["judged_now"] == 2
         assert first["usage"]["calls"] == 6 and first["usage"]["prompt_tokens"] == 80
         assert len(fake.bodies) == 2  # one request with n=3 per pair
         assert first["table"][0]["pairs"] == 2 and first["dimensions"][0]["run_variability"]["items"] == 2

@@ -10,7 +10,6 @@ import pytest
 from argtui.cli import main
 from argtui.config import load_config
 from engines.judging.store import JudgmentStore
-from engines.judging.verdict import JudgeId
 from engines.pairwise.judge import run_labels
 from store import Database
 from store.llm_cache import ResponseCache
@@ -39,8 +38,7 @@ def test_eval_stores_judgments_and_a_rerun_makes_no_call(llama_profile, capsys, 
     profile = use_backend(llama_profile)
     output = tmp_path / "result.json"
     first = eval_pairwise(capsys, "--limit", "2", "--output", str(output))
-    judge = JudgeId.of(profile, llama_profile.model, "zero/runs3@t1")
-    assert first["judge"] == judge.name == f"SmolLM2-135M-Instruct@{profile} zero/runs3@t1"
+    assert first["judge"].startswith(f"SmolLM2-135M-Instruct@{profile} zero/runs3@t1 #")
     assert (first["judged_now"], first["resumed"], first["items"]) == (2, 0, 2)
     assert first["usage"]["calls"] == 6 and first["usage"]["cached_calls"] == 0  # three samples per pair
     [row] = first["table"]
@@ -50,7 +48,9 @@ def test_eval_stores_judgments_and_a_rerun_makes_no_call(llama_profile, capsys, 
 
     db = Database(load_config().paths.database)
     try:
-        verdicts = JudgmentStore(db, "pairwise").load(judge)
+        [stored] = JudgmentStore(db, "pairwise").judges()
+        assert stored.name == first["judge"] and stored.judge.variant == "zero/runs3@t1"
+        verdicts = JudgmentStore(db, "pairwise").latest(stored.judge)
         assert len(verdicts) == 2
         assert all(len(run_labels(v)) == 3 for v in verdicts.values())
         assert all(v.label in ("A", "B", "Tie") or (not v.valid and v.raw) for v in verdicts.values())
@@ -73,11 +73,13 @@ def test_logprob_eval_is_stored_and_an_identical_rerun_sends_nothing(llama_profi
     profile = use_backend(llama_profile)
     args = ("--limit", "2", "--prompt", "zero", "--mode", "logprob")
     first = eval_pairwise(capsys, *args)
-    assert first["judge"] == f"SmolLM2-135M-Instruct@{profile} zero/logprob@t0"
+    assert first["judge"].startswith(f"SmolLM2-135M-Instruct@{profile} zero/logprob@t0 #")
     assert first["judged_now"] == 2 and first["usage"]["calls"] == 2  # one answer per pair
     db = Database(load_config().paths.database)
     try:
-        verdicts = JudgmentStore(db, "pairwise").load(JudgeId.of(profile, llama_profile.model, "zero/logprob@t0"))
+        [stored] = JudgmentStore(db, "pairwise").judges()
+        assert stored.name == first["judge"] and stored.judge.model == llama_profile.model
+        verdicts = JudgmentStore(db, "pairwise").latest(stored.judge)
         assert len(verdicts) == 2
         for verdict in verdicts.values():
             assert len(run_labels(verdict)) == 1

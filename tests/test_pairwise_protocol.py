@@ -5,6 +5,7 @@ and the run variability as Table 4's percentages."""
 from __future__ import annotations
 
 import json
+import re
 from types import SimpleNamespace
 
 import pytest
@@ -81,8 +82,10 @@ def test_the_literal_rule_is_its_own_judge_and_reaches_the_prompt(llama_profile,
         [result] = json.loads(capsys.readouterr().out)["results"]
         results.append(result)
     default, literal = results
-    assert default["judge"].endswith("few/runs1@t1") and "#" in literal["judge"]
-    assert literal["judge"].startswith(default["judge"])
+    # Both names end in the digest of what else makes the judge (prompts, options); the rule changes it.
+    digest = re.compile(r" #[0-9a-f]{8}$")
+    assert digest.sub("", default["judge"]).endswith("few/runs1@t1") and literal["judge"] != default["judge"]
+    assert digest.sub("", literal["judge"]) == digest.sub("", default["judge"])
     assert literal["usage"]["cached_calls"] == 0 and literal["usage"]["calls"] == 1  # another prompt
 
 
@@ -101,8 +104,7 @@ def options(**values):
 def store_judge(db, items, name: str, label_of) -> JudgeId:
     judge = JudgeId.of("gpu", name, "zero/runs3@t1")
     JudgmentStore(db, "pairwise").save(judge, [
-        (item.key, Verdict(label=label_of(item), data={"run_labels": [label_of(item)] * 3}), item.reference)
-        for item in items
+        (item, Verdict(label=label_of(item), data={"run_labels": [label_of(item)] * 3})) for item in items
     ])
     return judge
 
@@ -115,7 +117,7 @@ def test_versus_is_table_3_the_best_judge_against_each_other_on_the_same_pairs(d
     swapped = store_judge(db, items, "swapped", lambda item: SWAP[item.reference])
     # judged only half the pairs: Table 3 compares on the pairs both judged
     half = store_judge(db, items[::2], "half", lambda item: item.reference)
-    verdicts = JudgmentStore(db, "pairwise").load(swapped)
+    verdicts = JudgmentStore(db, "pairwise").latest(swapped)
 
     report = TASK.report(context, swapped, items, verdicts, options(versus=True), run_id=1)
     table = report.tables[-1]
@@ -127,7 +129,7 @@ def test_versus_is_table_3_the_best_judge_against_each_other_on_the_same_pairs(d
     assert rows[half.name][1] == 40 and rows[half.name][-1] == "100.00"
     assert float(rows[swapped.name][2]) < 0 and float(rows[swapped.name][-1]) < 100
     versus = report.data["versus"]
-    expert_table = TASK.report(context, expert, items, JudgmentStore(db, "pairwise").load(expert), options(),
+    expert_table = TASK.report(context, expert, items, JudgmentStore(db, "pairwise").latest(expert), options(),
                                run_id=1).evaluation.mean
     assert versus["best"] == expert.name and versus["best_mean_correlation"] == pytest.approx(
         (expert_table["pearson"] + expert_table["spearman"] + expert_table["kendall"]) / 3
@@ -144,7 +146,7 @@ def test_versus_with_one_stored_judge_says_so(db, tmp_path):
     context = ctx(db, tmp_path)
     items = TASK.items(context, options())
     only = store_judge(db, items, "only", lambda item: item.reference)
-    report = TASK.report(context, only, items, JudgmentStore(db, "pairwise").load(only), options(versus=True),
+    report = TASK.report(context, only, items, JudgmentStore(db, "pairwise").latest(only), options(versus=True),
                          run_id=1)
     assert report.notes[-1] == "Table 3 needs two stored judges of these pairs; 1 found"
     assert "versus" not in report.data

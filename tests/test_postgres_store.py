@@ -19,7 +19,7 @@ from store import Database, StoreError
 from store.critiques import (
     Critique, CritiqueError, CritiquePosition, CritiqueRepository, NewCritique, NewPosition, NewRating,
 )
-from store.judgments import JudgmentRepository, NewJudgment
+from store.judgments import JudgeColumns, JudgmentRepository, NewJudgment
 from store.llm_cache import ResponseCache
 from store.migrations import SCHEMA_VERSION, write_schema_version
 from store.runs import RunRepository, RunState
@@ -96,10 +96,10 @@ def test_an_import_with_revision_chains_and_its_rerun(store_db):
 
 
 def test_judgments_the_cache_and_runs_are_replaced_not_doubled(store_db):
-    judgments = JudgmentRepository(store_db)
-    judgments.save("t", "j", "p", "m", "v", [NewJudgment("i1", {"value": 1}, True), NewJudgment("i2", {}, False)])
-    judgments.save("t", "j", "p", "m", "v", [NewJudgment("i1", {"value": 2}, True)])
-    assert judgments.verdicts("t", "j") == {"i1": {"value": 2}, "i2": {}}
+    judgments, judge = JudgmentRepository(store_db), JudgeColumns("p", "m", "v")
+    judgments.save("t", judge, [NewJudgment("i1", {"value": 1}, True), NewJudgment("i2", {}, False)])
+    judgments.save("t", judge, [NewJudgment("i1", {"value": 2}, True)])
+    assert judgments.verdicts("t", judge.name) == {"i1": {"value": 2}, "i2": {}}
     assert [(row.judgments, row.invalid) for row in judgments.judges("t")] == [(2, 1)]
     cache = ResponseCache(store_db)
     cache.put("k", "m", {"text": "a"})

@@ -26,16 +26,8 @@ from engines.components.types import Span, Turn
 from engines.critiques.judges import ITEM_TAGS, judge_messages
 from engines.debate import prompts as debate_prompts
 from engines.debate.levels import opponent, quick_reply_prompt
-from engines.debate.pipeline import (
-    DebateSetup,
-    DialogueTurn,
-    TurnCompleted,
-    final_selection_prompt,
-    queries_prompt,
-    render_dialogue,
-    reply_prompt,
-    selection_prompt,
-)
+from engines.debate.opponent import DebateSetup, DialogueTurn, TurnCompleted, render_dialogue
+from engines.debate.pipeline import final_selection_prompt, queries_prompt, reply_prompt, selection_prompt
 from engines.debate.replies import Rejection, with_reason
 from engines.debate.schemas import FinalSelection, QuerySelection, SearchQuery, StrategyAnalysis
 from engines.grice import prompts as grice_prompts

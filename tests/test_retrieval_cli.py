@@ -146,11 +146,12 @@ def test_push_needs_a_cluster(capsys):
     assert code == 1 and "--es URL" in err
 
 
-@pytest.mark.parametrize("bad", ["0", "-3", "two"])
-def test_k_must_be_a_positive_number(capsys, bad):
+@pytest.mark.parametrize(("bad", "why"), [("0", "must be at least 1"), ("-3", "must be at least 1"),
+                                          ("two", "Input should be a valid integer")])
+def test_k_must_be_a_positive_number(capsys, bad, why):
     with pytest.raises(SystemExit):
         main(["index", "search", "x", "--k", bad])
-    assert "at least 1" in capsys.readouterr().err
+    assert f"argument --k: {why}" in capsys.readouterr().err
 
 
 def test_the_retrieval_table_of_the_config_file_picks_elasticsearch(capsys, monkeypatch, osmem_es, argtui_home):

@@ -17,7 +17,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input, TabbedContent, TabPane
 
 from argtui.app import ArgtuiApp
-from engines.debate.pipeline import StepFinished, StepStarted
+from engines.debate.opponent import StepFinished, StepStarted
 from screens.arena import ArenaScreen
 from screens.debate import DebateScreen, MessageView
 from screens.leaderboard import LeaderboardScreen

@@ -12,7 +12,8 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from engines.debate.pipeline import DebatePipeline, DebateSetup, DialogueTurn, StepFinished, TurnCompleted
+from engines.debate.opponent import DebateSetup, DialogueTurn, StepFinished, TurnCompleted
+from engines.debate.pipeline import DebatePipeline
 from engines.debate.records import EVIDENCE, DebateRecords
 from engines.debate.schemas import query_selection_model
 from engines.llm.client import LLMClient

@@ -22,7 +22,7 @@ import pytest
 from sqlalchemy import event, func
 from sqlmodel import select
 
-import store.critiques
+import store.critiques.staging
 import store.db
 from argtui.app import ArgtuiApp
 from engines.critiques.demo import DEMO_PATH
@@ -152,7 +152,7 @@ async def test_the_rating_screen_shows_a_failed_save_and_keeps_the_rating_to_con
 
 
 def test_an_import_is_staged_in_short_batches_and_published_at_once(db_url, monkeypatch, tmp_path):
-    monkeypatch.setattr(store.critiques, "IMPORT_BATCH_ROWS", 50)
+    monkeypatch.setattr(store.critiques.staging, "IMPORT_BATCH_ROWS", 50)
     db, observer = Database(db_url), Database(db_url)
     commits = []
     event.listen(db.engine, "commit", lambda conn: commits.append(time.monotonic()))
@@ -383,7 +383,7 @@ async def test_a_rater_an_import_and_a_batch_eval_write_at_once_and_nothing_is_l
         assert len(repo.ratings(f"bulk{n}-rater")) == 20_000
     judgments = JudgmentRepository(db)
     for n in range(evaluator.rounds):
-        [judge] = [row for row in judgments.judges("critiques") if row.profile == f"fake{n}"]
+        [judge] = [row for row in judgments.judges("critiques") if row.judge.profile == f"fake{n}"]
         assert judge.judgments == limit  # every verdict stored (valid or not: the fake answers one shape)
     assert staged_rows(db) == 0
     print(f"{db.dialect}: {SOAK_S:g} s, {len(confirmed)} ratings confirmed, {importer.rounds} imports of 20000, "

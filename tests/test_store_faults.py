@@ -45,7 +45,7 @@ from store.critiques import (
     CritiqueImport, CritiqueRepository, NewCritique, NewPosition, Rater, StagedCritique, StagedPosition, StagedRating,
 )
 from store.holders import Holder
-from store.judgments import JudgmentRepository, NewJudgment
+from store.judgments import JudgeColumns, JudgmentRepository, NewJudgment
 from store.llm_cache import ResponseCache
 from store.runs import LEASE_S, BatchRun, RunRepository, RunState
 from store.texts import LONG_TEXT_CHARS, StoredText
@@ -415,16 +415,18 @@ def test_a_long_answer_is_stored_once_for_the_cache_and_the_judgment(db_url):
     cache, judgments = ResponseCache(db), JudgmentRepository(db)
     cache.put("key-1", "m", {"text": answer, "finish_reason": "length"})
     cache.flush()
-    judgments.save("pairwise", "m@p zero", "p", "m", "zero",
-                   [NewJudgment("i1", {"raw": answer, "invalid_reason": "not a label", "detail": "short"}, False)])
+    judge = JudgeColumns("p", "m", "zero")
+    judgments.save("pairwise", judge, [
+        NewJudgment("i1", {"raw": answer, "invalid_reason": "not a label", "detail": "short"}, False),
+    ])
     with db.read() as session:
         lengths = session.exec(select(func.length(StoredText.text))).all()
     assert lengths == [len(answer)]  # one copy, whichever rows hold it
     assert ResponseCache(db).get("key-1") == {"text": answer, "finish_reason": "length"}
-    assert judgments.verdicts("pairwise", "m@p zero")["i1"]["raw"] == answer
+    assert judgments.verdicts("pairwise", judge.name)["i1"]["raw"] == answer
     short = "A" * (LONG_TEXT_CHARS - 1)
-    judgments.save("pairwise", "m@p zero", "p", "m", "zero", [NewJudgment("i2", {"raw": short}, True)])
-    assert judgments.verdicts("pairwise", "m@p zero")["i2"] == {"raw": short}
+    judgments.save("pairwise", judge, [NewJudgment("i2", {"raw": short}, True)])
+    assert judgments.verdicts("pairwise", judge.name)["i2"] == {"raw": short}
     with db.read() as session:
         assert session.exec(select(func.count(StoredText.digest))).one() == 1  # a short text stays in its row
     db.close()
@@ -451,5 +453,5 @@ def test_a_runaway_answer_takes_its_size_once_in_the_database(offline_config, ar
     db = Database(path)
     store_ = JudgmentStore(db, "pairwise")
     [judge] = store_.judges()
-    assert all(len(verdict.raw) > size for verdict in store_.load(judge.judge).values())
+    assert all(len(verdict.raw) > size for verdict in store_.latest(judge.judge).values())
     db.close()

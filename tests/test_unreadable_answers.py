@@ -14,12 +14,15 @@ from pydantic import BaseModel
 
 from argtui.cli import main
 from argtui.config import load_config
+from argtui.runtime import Runtime
 from engines.components.classifier import label_components
 from engines.components.types import Span
+from engines.debate.exchange import DebateExchange
 from engines.debate.levels import get_level
-from engines.debate.session import DebateSession
+from engines.debate.session import DebateSession, JudgingChoice
 from engines.llm.client import LLMClient
 from engines.llm.types import BackendError
+from engines.tasks.debate_judges import TaskJudges
 from fakes import FakeServer, Reply, chat_reply, error_reply, stream_reply
 from store.debates import DebateRepository
 
@@ -217,7 +220,7 @@ REPLY = "Bullies find other targets than clothes, so uniforms change little abou
 
 
 @pytest.mark.parametrize("bad", ["[1, 2]", '"delta"'], ids=["a list", "a string"])
-async def test_a_debate_turn_streamed_with_a_non_object_event_fails_and_the_debate_goes_on(db, retriever, bad):
+async def test_a_debate_turn_streamed_with_a_non_object_event_fails_and_the_debate_goes_on(retriever, bad):
     broken = True
 
     def answer(body: dict) -> Reply:
@@ -228,17 +231,20 @@ async def test_a_debate_turn_streamed_with_a_non_object_event_fails_and_the_deba
 
     with FakeServer(answer) as fake:
         client = LLMClient(fake.profile(kind="vllm", retries=0))
-        repository = DebateRepository(db)
+        runtime = Runtime()
+        repository = DebateRepository(runtime.db)
         session = DebateSession(repository, repository.create(CLAIM, "con", level=1), client, retriever,
-                                grice_strategy="ZSL", component_method="vanilla")
+                                choice=JudgingChoice("ZSL", "vanilla"))
         session.pipeline = get_level(1).bot(client, retriever)
-        result = await session.exchange("School uniforms reduce bullying because nobody is mocked for clothes.")
+        exchange = DebateExchange(session, TaskJudges(runtime, client), coach=False)
+        result = await exchange.send("School uniforms reduce bullying because nobody is mocked for clothes.")
         assert result.bot is None and SHAPE in result.failure.error
         assert result.bot_turn.state == "failed" and SHAPE in result.bot_turn.error
         broken = False
-        result = await session.exchange("Uniforms also save parents money over a school year.")
+        result = await exchange.send("Uniforms also save parents money over a school year.")
         assert result.failure is None and result.bot.reply == REPLY
         await client.aclose()
+        await runtime.aclose()
 
 
 async def test_an_error_reply_stays_what_it_was(fake_server):

@@ -78,7 +78,7 @@ def test_a_killed_run_loses_only_unwritten_verdicts_and_the_rerun_judges_only_th
     try:
         # The timer wrote the verdicts judged before the pause; the ten judged after it were
         # still buffered when the process died.
-        assert set(JudgmentStore(db, "toy").load(JUDGE)) == {f"i{n}" for n in range(FLUSHED_BEFORE_PAUSE)}
+        assert set(JudgmentStore(db, "toy").judged(JUDGE)) == {f"i{n}" for n in range(FLUSHED_BEFORE_PAUSE)}
         calls: list[str] = []
 
         async def judge(item: TaskItem) -> Verdict:
@@ -88,7 +88,7 @@ def test_a_killed_run_loses_only_unwritten_verdicts_and_the_rerun_judges_only_th
         outcome = asyncio.run(run_tracked(db, RunSpec("toy", JUDGE, {}), items(ITEMS), judge))
         assert calls == [f"i{n}" for n in range(FLUSHED_BEFORE_PAUSE, ITEMS)]
         assert outcome.resumed == FLUSHED_BEFORE_PAUSE and outcome.run.state == RunState.DONE
-        assert outcome.run.done == ITEMS == len(JudgmentStore(db, "toy").load(JUDGE))
+        assert outcome.run.done == ITEMS == len(JudgmentStore(db, "toy").judged(JUDGE))
     finally:
         db.close()
 
@@ -100,9 +100,9 @@ async def test_verdicts_reach_the_database_within_the_flush_interval_not_one_tra
 
     async def judge(item: TaskItem) -> Verdict:
         if item.key == "i3":
-            written.append(set(JudgmentStore(other, "toy").load(JUDGE)))  # right after i0..i2 arrived
+            written.append(set(JudgmentStore(other, "toy").judged(JUDGE)))  # right after i0..i2 arrived
             await asyncio.sleep(FLUSH_INTERVAL_S * 5)
-            written.append(set(JudgmentStore(other, "toy").load(JUDGE)))
+            written.append(set(JudgmentStore(other, "toy").judged(JUDGE)))
             await release.wait()
         return Verdict(label="yes")
 
@@ -113,7 +113,7 @@ async def test_verdicts_reach_the_database_within_the_flush_interval_not_one_tra
         assert written == [set(), {"i0", "i1", "i2"}]
         release.set()
         outcome = await running
-        assert outcome.run.state == RunState.DONE and len(JudgmentStore(other, "toy").load(JUDGE)) == 4
+        assert outcome.run.state == RunState.DONE and len(JudgmentStore(other, "toy").judged(JUDGE)) == 4
     finally:
         other.close()
 
@@ -141,5 +141,5 @@ async def test_every_state_change_writes_the_buffered_verdicts_first(db, stop):
         await running
     [run] = RunRepository(db).list()
     # Read at once, no waiting for the timer: the stop wrote them, and the run's progress counts them.
-    assert set(JudgmentStore(db, "toy").load(JUDGE)) == {f"i{n}" for n in range(5)}
+    assert set(JudgmentStore(db, "toy").judged(JUDGE)) == {f"i{n}" for n in range(5)}
     assert run.state == (RunState.FAILED if stop == "bug" else RunState.PAUSED) and run.done == 5

@@ -41,7 +41,7 @@ def register(subparsers) -> None:
     parser.add_argument("--seed", type=int, default=0, help="mad: seed of the debater assignment")
     for option in TASK.options:  # the token limits, as `argtui eval components` has them
         if option.name in TOKEN_OPTIONS:
-            parser.add_argument(option.flag, dest=option.name, type=int, metavar="N", help=option.help)
+            option.add_to(parser)
     parser.add_argument("--transcript", action="store_true", help="print every debate transcript")
     parser.add_argument("--json", action="store_true", help="print the components as JSON")
     parser.set_defaults(handler=_components)
@@ -122,7 +122,7 @@ def _print(results: list[ComponentResult], transcripts: bool) -> None:
                 console.print(Text.assemble((f"{who}", "bold"), f": {turn.text}"))
         elif result.reason:
             console.print(Text.assemble(f"#{index} ", ("reason", "bold"), f": {result.reason}"))
-    usage = sum((r.usage for r in results), Usage())
+    usage = Usage.total(r.usage for r in results)
     # Components run concurrently: the slowest one is how long the labelling took.
     seconds = max((r.seconds for r in results), default=0.0)
     console.print(Text(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 from rich.table import Table
@@ -13,19 +12,33 @@ from argtui.commands import run_with_runtime
 from argtui.runtime import Runtime
 from engines.debate.export import rad_run
 from engines.debate.levels import EMBEDDED_LEVEL, LEVELS, default_level, get_level
-from engines.debate.pipeline import ReplyProgress, ReplyRejected, StepFinished, StepStarted, TurnFailed
+from engines.debate.exchange import (
+    BotProgress,
+    CoachFailed,
+    CoachScored,
+    DebateExchange,
+    ExchangeDone,
+    ExchangeEvent,
+    GriceFailed,
+    GriceStored,
+    LabellingFailed,
+    LabelsStored,
+    StepTiming,
+)
+from engines.debate.opponent import ReplyRejected, StepFinished, StepStarted, TurnCompleted, TurnFailed
 from engines.debate.records import DebateRecords
-from engines.debate.session import DEFAULT_COMPONENT_METHOD, DEFAULT_GRICE_STRATEGY, DebateSession, StepTiming
+from engines.debate.session import DEFAULT_COMPONENT_METHOD, DEFAULT_GRICE_STRATEGY, DebateSession, JudgingChoice
 from engines.errors import ArgtuiError
 from engines.judging.task import canonical_variant, task
 from engines.llm.client import LLMClient
 from engines.output import OutputError, check_target, write_text_file
+from engines.tasks.debate_judges import TaskJudges
 from engines.terminal_text import VisibleControlsConsole, print_data
+from engines.timing import Stopwatch
 from store.debates import DebateRepository
-from store.grice import GriceRepository
 
 LEVEL_HELP = ", ".join(f"{level.number} {level.name.lower()}" for level in LEVELS)
-JUDGING_OFF = "no Grice judging and no component labels (they need a model)"
+JUDGING_OFF = "no Grice judging and no component labels, nor the Coach (they need a model)"
 
 
 def register(subparsers) -> None:
@@ -125,8 +138,10 @@ async def _play(runtime: Runtime, args, lines: list[str]) -> int:
     debate = repository.create(args.claim, args.side, backend=profile.name, level=level.number)
     session = DebateSession(
         repository, debate, client, retriever, no_model_reason=no_model,
-        reason_store=GriceRepository(runtime.db),
-        grice_strategy=args.grice_strategy, component_method=args.component_method,
+        choice=JudgingChoice(args.grice_strategy, args.component_method),
+    )
+    exchange = DebateExchange(
+        session, TaskJudges(runtime, client) if client is not None else None, coach=runtime.debate_settings.coach
     )
     bot_side = "con" if args.side == "pro" else "pro"
     err.print(f"debate {debate.id}: {args.claim!r}, student {args.side}, bot {bot_side}, "
@@ -135,53 +150,23 @@ async def _play(runtime: Runtime, args, lines: list[str]) -> int:
         err.print(f"no model answers: {no_model}", style="yellow", markup=False, highlight=False, soft_wrap=True)
         err.print(f"level {level.number} debates on from the argument base; {JUDGING_OFF}", style="yellow",
                   markup=False, highlight=False, soft_wrap=True)
-    step_titles = {**dict(level.steps), "components": "Components", "grice": "Grice"}
+    step_titles = {**dict(level.steps), "components": "Components", "grice": "Grice", "coach": "Coach"}
     failures = 0
     for number, message in enumerate(lines, 1):
         err.print(Text.assemble((f"turn {number}", "bold"), f" student: {message}"), highlight=False)
-        started = time.perf_counter()
-        timings: dict[str, float] = {}
-
-        def follow(event) -> None:
-            timings.setdefault("first_event", time.perf_counter() - started)
-            if isinstance(event, StepStarted):
-                err.print(f"  … {step_titles.get(event.step, event.step)}", highlight=False)
-            elif isinstance(event, StepFinished):
-                err.print(f"  ✓ {step_titles.get(event.step, event.step)} ({event.seconds:.1f} s, {event.attempts} attempt(s))",
-                          highlight=False)
-            elif isinstance(event, ReplyProgress):
-                timings.setdefault("first_reply_text", time.perf_counter() - started)
-            elif isinstance(event, ReplyRejected):
-                err.print(f"  ↻ draft {event.attempt} rejected: {event.reason}", markup=False, highlight=False)
-            elif isinstance(event, TurnFailed):
-                err.print(f"  ✗ {step_titles.get(event.step, event.step)}: {event.error}", style="red", markup=False,
-                          highlight=False)
-
-        result = await session.exchange(message, follow)
-        total = time.perf_counter() - started
+        printer = _ExchangePrinter(err, step_titles)
+        async for event in exchange.events(lambda emit: exchange.send(message, emit)):
+            printer.show(event)
+        result = printer.result
         if args.timings:
             err.print(waterfall(result.timings, step_titles))
         if result.bot is None:
             failures += 1
             continue
-        source = ", ".join(f"{a.id} ({a.topic})" for a in result.bot.used_arguments)
-        fallback = "; every draft rejected, the best argument instead" if result.bot.fallback else ""
-        err.print(f"  bot ({result.bot.words} words, {result.bot.requests} requests{fallback}): {result.bot.reply}",
-                  markup=False, highlight=False)
-        err.print(f"  from: {source}", markup=False, highlight=False)
-        if result.judgment:
-            verdicts = ", ".join(
-                f"{m}={j.answer or 'invalid'}" + (f" ({j.p_yes:.2f})" if j.p_yes is not None else "")
-                for m, j in result.judgment.metrics.items()
-            )
-            err.print(f"  Grice ({result.judgment.strategy}): {verdicts}", highlight=False)
         if session.judging_off is not None:
             err.print(f"  {JUDGING_OFF}", style="yellow", highlight=False)
-        else:
-            labels = ", ".join(f"{c.label or 'invalid'}: {c.span.text[:40]!r}" for c in result.components)
-            err.print(f"  components: {labels}", markup=False, highlight=False)
-        err.print(f"  first progress after {timings.get('first_event', 0) * 1000:.0f} ms, "
-                  f"reply done after {result.bot.seconds:.1f} s, exchange with judging {total:.1f} s",
+        err.print(f"  first progress after {printer.first_event_s * 1000:.0f} ms, "
+                  f"reply done after {result.bot.seconds:.1f} s, exchange with judging {printer.elapsed():.1f} s",
                   highlight=False)
     model = await client.model() if client is not None else ""  # no model answered
     run = rad_run(debate, DebateRecords(repository).turns(debate.id), model=model)
@@ -196,3 +181,60 @@ async def _play(runtime: Runtime, args, lines: list[str]) -> int:
     else:
         print_data(text)
     return 1 if failures else 0
+
+
+class _ExchangePrinter:
+    """One exchange on stderr as its events come: the bot's steps, its reply, the judgments."""
+
+    def __init__(self, err: VisibleControlsConsole, step_titles: dict[str, str]):
+        self.err, self.step_titles = err, step_titles
+        self.stopwatch = Stopwatch()
+        self.first_event_s = 0.0
+        self.result = None
+
+    def elapsed(self) -> float:
+        return self.stopwatch.seconds
+
+    def _line(self, text: str, **style) -> None:
+        self.err.print(text, markup=False, highlight=False, **style)
+
+    def show(self, event: ExchangeEvent) -> None:
+        if isinstance(event, BotProgress):
+            self.first_event_s = self.first_event_s or self.elapsed()
+            self._bot(event.event)
+        elif isinstance(event, GriceStored):
+            verdicts = ", ".join(
+                f"{m}={j.answer or 'invalid'}" + (f" ({j.p_yes:.2f})" if j.p_yes is not None else "")
+                for m, j in event.result.metrics.items()
+            )
+            self._line(f"  Grice ({event.result.strategy}): {verdicts}")
+        elif isinstance(event, LabelsStored):
+            labels = ", ".join(f"{c.label or 'invalid'}: {c.span.text[:40]!r}" for c in event.components)
+            self._line(f"  components: {labels}")
+        elif isinstance(event, CoachScored):
+            score = event.judgment.score
+            self._line(f"  Coach: {score.summary()}")
+            self._line(f"  Coach's weakest: {score.weakest_explanation}")
+        elif isinstance(event, (GriceFailed, LabellingFailed, CoachFailed)):
+            what = {GriceFailed: "Grice judging", LabellingFailed: "component labelling", CoachFailed: "Coach"}
+            self._line(f"  {what[type(event)]} failed: {event.error}", style="red")
+        elif isinstance(event, ExchangeDone):
+            self.result = event.result
+
+    def _bot(self, event) -> None:
+        title = self.step_titles.get(getattr(event, "step", ""), getattr(event, "step", ""))
+        if isinstance(event, StepStarted):
+            self._line(f"  … {title}")
+        elif isinstance(event, StepFinished):
+            self._line(f"  ✓ {title} ({event.seconds:.1f} s, {event.attempts} attempt(s))")
+        elif isinstance(event, ReplyRejected):
+            self._line(f"  ↻ draft {event.attempt} rejected: {event.reason}")
+        elif isinstance(event, TurnFailed):
+            self._line(f"  ✗ {title}: {event.error}", style="red")
+        elif isinstance(event, TurnCompleted):
+            bot = event.turn
+            source = ", ".join(f"{a.id} ({a.topic})" for a in bot.used_arguments)
+            fallback = "; every draft rejected, the best argument instead" if bot.fallback else ""
+            self._line(f"  bot ({bot.words} words, {bot.requests} requests{fallback}): {bot.reply}")
+            self._line(f"  from: {source}")
+

@@ -20,7 +20,8 @@ from argtui.progress import batch_progress_bar
 from argtui.runtime import Runtime
 from engines.errors import ArgtuiError
 from engines.judging.evaluate import TaskRun, run_task
-from engines.judging.task import Task, TaskItem, TaskReport, canonical_variant, tasks
+from engines.judging.options import TaskOptions
+from engines.judging.task import Task, TaskItem, TaskReport, canonical_variant, options_model, tasks
 from engines.output import write_text_file
 from engines.terminal_text import VisibleControlsConsole
 
@@ -28,13 +29,6 @@ if TYPE_CHECKING:
     from engines.llm.client import LLMClient
 
 HELP = "run a judge over a dataset and report agreement with the reference"
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
 
 
 def register(subparsers, argv: list[str] | None = None) -> None:
@@ -69,13 +63,11 @@ def _add_task(subparsers, task: Task) -> None:
         *names, dest="variant", nargs="+", metavar=task.variant_flag.upper(),
         help=f"one or more of {', '.join(task.variants())} (any letter case; default {default})",
     )
-    parser.add_argument("--judge", metavar="NAME", help="backend profile of the judge (default: the default profile)")
-    parser.add_argument("--limit", type=_positive_int, metavar="N",
-                        help=getattr(task, "limit_help", "only the first N items"))
-    parser.add_argument("--seed", type=int, default=0, help="seed of sampling and item selection (default 0)")
-    parser.add_argument("--concurrency", type=_positive_int, metavar="N",
-                        help="items judged at once (default: what keeps the backend's slots busy)")
-    parser.add_argument("--output", type=Path, metavar="PATH", help=getattr(task, "output_help", "write the reports as JSON"))
+    model = options_model(task)
+    task_help = {"limit": getattr(task, "limit_help", None), "output": getattr(task, "output_help", None)}
+    for option in model.described():
+        if option.info.role == "run":
+            option.add_to(parser, help=task_help.get(option.name))
     parser.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
     batch = parser.add_mutually_exclusive_group()
     batch.add_argument("--retry-invalid", action="store_true",
@@ -87,19 +79,8 @@ def _add_task(subparsers, task: Task) -> None:
                             "or a hosted batch API; nothing is sent")
     batch.add_argument("--import-results", type=Path, metavar="FILE",
                        help="load a batch output file into the response cache; then run the eval again")
-    for option in task.options:
-        kwargs: dict = {"help": option.help, "dest": option.name}
-        if option.kind == "flag":
-            kwargs["action"] = "store_true"
-        else:
-            kwargs.update(type=option.type, default=option.default, required=option.required)
-            if option.choices is not None:
-                kwargs["choices"] = option.choices
-            if option.metavar:
-                kwargs["metavar"] = option.metavar
-            if option.kind == "many":
-                kwargs["nargs"] = "+"
-        parser.add_argument(option.flag, **kwargs)
+    for option in model.task_options():
+        option.add_to(parser)
     parser.set_defaults(handler=lambda args: _eval(task, args))
 
 
@@ -117,15 +98,20 @@ def _list_or_usage(args) -> int:
     return 0
 
 
+def task_options(task: Task, args: argparse.Namespace) -> TaskOptions:
+    """The task's options from the parsed command line: the fields of its model, checked."""
+    model = options_model(task)
+    return model.from_values({name: getattr(args, name) for name in model.model_fields if hasattr(args, name)})
+
+
 def _eval(task: Task, args) -> int:
     if args.import_results:
         return _import_results(args.import_results, args.json)
-    variants = [canonical_variant(task, v) for v in (args.variant or [task.variants()[0]])]
-    check = getattr(task, "check_options", None)
-    if check is not None:
-        check(args)
+    options = task_options(task, args)
+    variants = [canonical_variant(task, v) for v in (options.variant or [task.variants()[0]])]
+    task.check_options(options)
     offline = getattr(task, "run_offline", None)
-    report = offline(args) if offline is not None else None
+    report = offline(options) if offline is not None else None
     if report is not None:  # a judge that needs no backend (e.g. the experts): nothing is run or stored
         if args.json:
             print(json.dumps({"task": task.name, "results": [report.data]}, indent=2, default=str))
@@ -134,14 +120,14 @@ def _eval(task: Task, args) -> int:
             print_report(VisibleControlsConsole(), report)
         return 0
     if args.export_requests:
-        return run_with_runtime(lambda runtime: _export_requests(runtime, task, variants, args))
-    runs = run_with_runtime(lambda runtime: _run(runtime, task, variants, args))
-    if args.output:
+        return run_with_runtime(lambda runtime: _export_requests(runtime, task, variants, options, args))
+    runs = run_with_runtime(lambda runtime: _run(runtime, task, variants, options, args.retry_invalid))
+    if options.output:
         writer = getattr(task, "write_output", None)
         if writer is not None:
-            writer(args.output, runs)
+            writer(options.output, runs)
         else:
-            _write_json(args.output, task, runs)
+            _write_json(options.output, task, runs)
     summarise = getattr(task, "summary", None)  # a task's table over all the runs of the command
     summary = summarise(runs) if summarise is not None else None
     if args.json:
@@ -158,43 +144,45 @@ def _eval(task: Task, args) -> int:
     return 0
 
 
-async def _prepare(runtime: Runtime, task: Task, args) -> tuple[list[TaskItem], LLMClient, dict]:
+async def _prepare(runtime: Runtime, task: Task, options: TaskOptions) -> tuple[list[TaskItem], LLMClient, dict]:
     """The items, the judge's client and the run's selection."""
-    items = task.items(runtime, args)  # read and checked before a backend starts
+    items = task.items(runtime, options)  # read and checked before a backend starts
     if not items:
         raise ArgtuiError(f"task {task.name!r}: nothing to judge with these options")
-    client = await runtime.client(args.judge)
-    selection = {"limit": args.limit, "seed": args.seed, **{
-        option.name: _plain(getattr(args, option.name, None))
+    client = await runtime.client(options.judge)
+    selection = {"limit": options.limit, "seed": options.seed, **{
+        option.name: _plain(getattr(options, option.name))
         for option in task.options if not (option.judge_option or option.report_option)
     }}
     return items, client, selection
 
 
-async def _run(runtime: Runtime, task: Task, variants: list[str], args) -> list[TaskRun]:
-    items, client, selection = await _prepare(runtime, task, args)
+async def _run(
+    runtime: Runtime, task: Task, variants: list[str], options: TaskOptions, retry_invalid: bool
+) -> list[TaskRun]:
+    items, client, selection = await _prepare(runtime, task, options)
     results = []
     for variant in variants:
         with batch_progress_bar(f"{task.name} {variant}") as show:
             results.append(await run_task(
-                runtime, task, client, variant, args, items,
-                selection=selection, concurrency=args.concurrency, on_progress=show, retry_invalid=args.retry_invalid,
+                runtime, task, client, variant, options, items,
+                selection=selection, concurrency=options.concurrency, on_progress=show, retry_invalid=retry_invalid,
             ))
     return results
 
 
-async def _export_requests(runtime: Runtime, task: Task, variants: list[str], args) -> int:
+async def _export_requests(runtime: Runtime, task: Task, variants: list[str], options: TaskOptions, args) -> int:
     from engines.judging.runner import RunDeferred
     from engines.llm.batch import deferring, write_requests
 
-    items, client, selection = await _prepare(runtime, task, args)
+    items, client, selection = await _prepare(runtime, task, options)
     waiting = 0
     with deferring(client) as log:
         for variant in variants:
             with batch_progress_bar(f"{task.name} {variant}") as show:
                 try:
-                    await run_task(runtime, task, client, variant, args, items,
-                                   selection=selection, concurrency=args.concurrency, on_progress=show)
+                    await run_task(runtime, task, client, variant, options, items,
+                                   selection=selection, concurrency=options.concurrency, on_progress=show)
                 except RunDeferred as deferred:
                     waiting += deferred.deferred
     written = write_requests(args.export_requests, log, runtime.db)

@@ -7,8 +7,6 @@ first use). `--es URL [--index NAME]` points a command at an Elasticsearch index
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import json
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -22,6 +20,9 @@ from argtui.commands import run_with_runtime
 from argtui.progress import batch_progress_bar
 from argtui.runtime import Runtime
 from engines.errors import ArgtuiError
+from engines.judging.options import PositiveCount, flag_type
+from engines.judging.runner import RunProgress, run_states
+from engines.llm.types import Usage
 from engines.retrieval import ArgumentGraph, Hit, IndexStatus, RetrievalSettings, Retriever, backends
 from engines.retrieval.corpus import BUNDLED_DATASETS, bundled_arguments
 from engines.retrieval.embedded import (
@@ -33,7 +34,7 @@ from engines.retrieval.embedded import (
 )
 from engines.retrieval.rad import RAD_SOURCE, count_rad_arguments, iter_rad_arguments
 from engines.retrieval.strategies import GOALS, IDEA, retrieve_for_idea
-from engines.retrieval.types import RELATIONS, SEARCH_FIELDS, Argument, IndexProgress, ProgressCallback
+from engines.retrieval.types import RELATIONS, SEARCH_FIELDS, Argument, IndexProgress, ProgressCallback, RetrievalError
 from engines.terminal_text import VisibleControlsConsole, print_data
 from store.runs import RunRepository, RunState
 
@@ -59,7 +60,7 @@ def register(subparsers) -> None:
                         help="match the query against the text (default) or the claim attacked / supported")
     search.add_argument("--topic", help="only arguments whose topic contains all these words")
     search.add_argument("--relation", choices=RELATIONS, help="only arguments that attack (or support) their claim")
-    search.add_argument("--k", type=_positive, default=5, help="how many arguments (default 5)")
+    search.add_argument("--k", type=flag_type(PositiveCount), default=5, help="how many arguments (default 5)")
     _add_target(search)
     search.set_defaults(handler=_search)
 
@@ -67,7 +68,7 @@ def register(subparsers) -> None:
     graph.add_argument("idea", help="the idea to attack or support")
     graph.add_argument("--goal", choices=[g.lower() for g in GOALS], default="attack",
                        help="attack (default) or support the idea")
-    graph.add_argument("--k", type=_positive, default=2, help="arguments per strategy (default 2)")
+    graph.add_argument("--k", type=flag_type(PositiveCount), default=2, help="arguments per strategy (default 2)")
     graph.add_argument("--topic", help="only arguments whose topic contains all these words")
     _add_target(graph)
     graph.set_defaults(handler=_graph)
@@ -80,12 +81,6 @@ def register(subparsers) -> None:
     push = actions.add_parser("push", help="bulk-load the bundled corpus into an Elasticsearch index (resumable)")
     _add_target(push)
     push.set_defaults(handler=_push)
-
-
-def _positive(value: str) -> int:
-    if not value.isdigit() or int(value) < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {value!r}")
-    return int(value)
 
 
 def _add_target(parser) -> None:
@@ -284,27 +279,34 @@ def _print_result(args, result: dict, what: str) -> None:
 async def _push_to_elasticsearch(
     runtime: Runtime, url: str, settings: RetrievalSettings, arguments: Iterable[Argument], total: int, corpus: str
 ) -> dict:
-    """Bulk-load into Elasticsearch, recorded as a batch run (Runs screen) that a rerun resumes."""
+    """Bulk-load into Elasticsearch, recorded as a batch run (Runs screen) that a rerun resumes: the
+    runner's run states, so an unreachable or failing cluster pauses the run."""
     retriever = backends.open_elasticsearch(url, settings.index, settings.api_key())
     runs = RunRepository(runtime.db)
     location = f"{retriever.url} index {settings.index}"
     run = runs.open(PUSH_RUN_KIND, f"{corpus} -> {location}",
                     {"corpus": corpus, "url": retriever.url, "index": settings.index}, total)
-    runs.update(run.id, state=RunState.RUNNING)
-    try:
-        with batch_progress_bar(f"Pushing to {settings.index}") as show:
-            def follow(progress: IndexProgress) -> None:
-                show(progress)
-                runs.update(run.id, done=progress.done)
+    pushed = IndexProgress(total=total)
 
-            progress = await retriever.push(arguments, total, follow)
-    except (ArgtuiError, asyncio.CancelledError) as exc:
-        stopped = isinstance(exc, asyncio.CancelledError)
-        runs.update(run.id, state=RunState.PAUSED if stopped else RunState.FAILED,
-                    error="interrupted" if stopped else str(exc))
-        raise
+    def progress(state: RunState) -> RunProgress:
+        return RunProgress(run_id=run.id, task=PUSH_RUN_KIND, judge="", total=total, done=pushed.done,
+                           resumed=pushed.skipped, invalid=0, usage=Usage(), state=state)
+
+    def stop(state: RunState, cause: str) -> None:
+        runs.update(run.id, state=state, done=pushed.done, error=cause)
+
+    def follow(now: IndexProgress) -> None:
+        nonlocal pushed
+        pushed = now
+        show(now)
+        runs.update(run.id, done=now.done)
+
+    try:
+        async with run_states(runs, run, progress, stop, pausing=(RetrievalError,)):
+            with batch_progress_bar(f"Pushing to {settings.index}") as show:
+                pushed = await retriever.push(arguments, total, follow)
     finally:
         await retriever.aclose()
-    runs.update(run.id, state=RunState.DONE, done=progress.done)
-    return {"backend": "elasticsearch", "location": location, "written": progress.done - progress.skipped,
-            "skipped": progress.skipped, "total": total}
+    runs.update(run.id, state=RunState.DONE, done=pushed.done)
+    return {"backend": "elasticsearch", "location": location, "written": pushed.done - pushed.skipped,
+            "skipped": pushed.skipped, "total": total}

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import time
 from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
@@ -28,7 +27,8 @@ from engines.components.segmentation import segment
 from engines.components.types import LABELS, METHODS, ComponentResult, Span, Turn
 from engines.llm.client import LLMClient, Message
 from engines.llm.profile import Sampling
-from engines.llm.types import Completion, LabelChoice, Usage
+from engines.llm.types import Completion, LabelChoice, UsageMeter
+from engines.timing import Stopwatch
 
 # Ties in the Manager's distribution (the embedded model often puts all mass on
 # one label) are broken towards the more frequent component type.
@@ -66,26 +66,21 @@ class Clients:
 
 
 class _Agents:
-    """The clients seen by one component's classification: the usage of every answer adds up,
-    and every answer cut at its token limit is named."""
+    """The clients seen by one component's classification: every answer cut at its token limit is named."""
 
     def __init__(self, clients: Clients):
         self.clients = clients
-        self.usage = Usage()
         self.truncated: list[str] = []
 
     async def say(self, client: LLMClient, who: str, messages: Sequence[Message], sampling: Sampling) -> Completion:
         completion = await client.chat(messages, sampling)
-        self.usage = self.usage + completion.usage
         if completion.finish_reason == CUT:
             self.truncated.append(who)
         return completion
 
     async def choose(self, client: LLMClient, messages: Sequence[Message], votes: int = 1) -> LabelChoice:
         temperature = DETERMINISTIC if votes == 1 else VOTE_TEMPERATURE
-        choice = await client.choose(messages, LABELS, Sampling(temperature=temperature), votes=votes)
-        self.usage = self.usage + choice.usage
-        return choice
+        return await client.choose(messages, LABELS, Sampling(temperature=temperature), votes=votes)
 
 
 def top_two(distribution: dict[str, float]) -> tuple[str, str]:
@@ -129,13 +124,12 @@ async def classify_component(
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     document = mark_document(text, spans, target)
     span = spans[target]
-    started = time.perf_counter()
+    stopwatch = Stopwatch()
     agents = _Agents(Clients(client, manager or client, debaters or client))
     rng = component_rng(seed, key or f"{span.start}-{span.end}")
-    result = await METHOD_CLASSIFIERS[method](agents, document, span, settings, rng)
-    return replace(
-        result, usage=agents.usage, truncated=tuple(agents.truncated), seconds=time.perf_counter() - started
-    )
+    with UsageMeter().counting() as meter:  # every answer of the component's agents
+        result = await METHOD_CLASSIFIERS[method](agents, document, span, settings, rng)
+    return replace(result, usage=meter.usage, truncated=tuple(agents.truncated), seconds=stopwatch.seconds)
 
 
 async def _vanilla(

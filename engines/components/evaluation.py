@@ -63,10 +63,12 @@ def essay_items(essays: Sequence[Essay]) -> list[TaskItem]:
     for essay in essays:
         spans = essay_spans(essay)
         for index, component in enumerate(essay.components):
+            body, highlight = excerpt(essay.text, spans[index])
             items.append(TaskItem(
                 key=essay_key(essay.id, component.id),
                 title=f"{essay.id} · {component.id} · component {index + 1} of {len(spans)}",
-                body=excerpt(essay.text, spans[index]),
+                body=body,
+                highlight=highlight,
                 reference=component.label,
                 payload=ComponentItem(essay.text, spans, index),
             ))

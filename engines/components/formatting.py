@@ -44,16 +44,14 @@ def mark_document(text: str, spans: Sequence[Span], target: int) -> str:
     return "".join(parts)
 
 
-def excerpt(text: str, span: Span, chars: int = 700) -> str:
-    """The paragraph around `span` (at most about `chars` long), the span marked as the classifier sees it."""
+def excerpt(text: str, span: Span, chars: int = 700) -> tuple[str, tuple[int, int]]:
+    """The paragraph around `span` (at most about `chars` long), and where the span is in it."""
     start = text.rfind("\n", 0, span.start) + 1
     end = text.find("\n", span.end)
     end = len(text) if end == -1 else end
     if end - start > chars:
         start = max(start, span.start - chars // 2)
         end = min(end, span.end + chars // 2)
-    return (
-        ("…" if start > 0 else "")
-        + text[start : span.start] + TARGET_OPEN + span.text + TARGET_CLOSE + text[span.end : end]
-        + ("…" if end < len(text) else "")
-    )
+    before = ("…" if start > 0 else "") + text[start : span.start]
+    after = text[span.end : end] + ("…" if end < len(text) else "")
+    return before + span.text + after, (len(before), len(before) + len(span.text))

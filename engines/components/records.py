@@ -21,6 +21,7 @@ from engines.components.prompts import ROLE_NAMES
 from engines.components.types import LABELS, ComponentResult, Span, Turn
 from engines.datasets.ukp_essays import Essay
 from engines.judging.store import JudgmentStore
+from engines.judging.task import TaskItem
 from engines.judging.verdict import JudgeId, Verdict
 from store.components import (
     ESSAYS_SOURCE,
@@ -146,7 +147,14 @@ def store_essays(db: Database, essays: Sequence[Essay]) -> None:
 def save_labelled_text(db: Database, text: str, results: Sequence[ComponentResult], judge: JudgeId) -> None:
     """Store a free text and its labelled components (again: the judge's earlier labels are replaced)."""
     ComponentRepository(db).document(TYPED_SOURCE, typed_document_name(text), text)
-    JudgmentStore(db, JUDGMENT_TASK).save(judge, [(text_key(text, r.span), verdict_of(r), None) for r in results])
+    JudgmentStore(db, JUDGMENT_TASK).save(judge, [(typed_item(text, r.span), verdict_of(r)) for r in results])
+
+
+def typed_item(text: str, span: Span) -> TaskItem:
+    """A component of a free text as the judgment store keeps it: the text is what the judge saw."""
+    return TaskItem(
+        text_key(text, span), f"typed text · {span.start}-{span.end}", text, highlight=(span.start, span.end)
+    )
 
 
 @dataclass(frozen=True)
@@ -193,7 +201,7 @@ def labelled_documents(db: Database) -> list[LabelledDocument]:
 def document_components(db: Database, entry: LabelledDocument) -> list[StoredComponent]:
     """The entry's components in text order, with their gold labels when known."""
     store = JudgmentStore(db, JUDGMENT_TASK)
-    verdicts = store.load(entry.judge, entry.items)
+    verdicts = store.latest(entry.judge, entry.items)
     wanted = set(entry.items)
     gold = {item: reference for item, reference, _ in store.labelled(entry.judge) if item in wanted}
     method = method_of(entry.judge.variant)

@@ -16,6 +16,7 @@ import numpy as np
 from engines.critiques.baseline import RANDOM_JUDGE, RandomBaseline, Spread, random_judge_baseline
 from engines.critiques.losses import Values, custom_weighted_loss, pairwise_ranking_error
 from engines.errors import ArgtuiError
+from engines.judging.verdict import JudgeId
 from engines.metrics.bootstrap import bootstrap_ci
 from store.critiques import DIMENSIONS, HUMAN
 
@@ -79,6 +80,7 @@ class AgreementReport:
     versus_reference: list[Comparison]  # the random judge last
     versus_others: list[Comparison]  # each human rater against the mean of the other human raters
     progress: list[RaterProgress]
+    judges: Mapping[str, JudgeId] = dataclasses.field(default_factory=dict)  # the stored judges, by name
 
 
 def _estimate(per_unit: Mapping[str, float], resamples: int, seed: int) -> Estimate:
@@ -290,4 +292,6 @@ def report_as_dict(report: AgreementReport) -> dict:
             return [clean(v) for v in value]
         return value
 
-    return clean(dataclasses.asdict(report))
+    data = dataclasses.asdict(report)
+    data["judges"] = {name: judge.model_dump() for name, judge in report.judges.items()}
+    return clean(data)

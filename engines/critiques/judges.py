@@ -15,7 +15,6 @@ item's texts are fenced in tags and declared to be material, not instructions.
 
 from __future__ import annotations
 
-import time
 from typing import Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -106,16 +105,14 @@ async def judge_critique(
     client: LLMClient, prompt: PromptKind, position: str, critique: str, sampling: Sampling = JUDGE_SAMPLING
 ) -> Verdict:
     """`value` is overall; `data` holds the seven dimensions (None where the prompt rates none) and the reasoning."""
-    started = time.perf_counter()
     result = (await client.structured(judge_messages(prompt, position, critique), VERDICTS[prompt], sampling))[0]
-    seconds = time.perf_counter() - started
     if not result.valid:
-        return Verdict.invalid(result.error or "unreadable output", raw=result.raw, usage=result.usage, seconds=seconds)
+        return Verdict.invalid(result.error or "unreadable output", raw=result.raw, usage=result.usage)
     answer = result.value.model_dump()
     values = {name: answer.get(name) for name in DIMENSIONS}
     return Verdict(
         value=values["overall"], data={**values, "reasoning": answer["reasoning"]}, raw=result.raw,
-        detail=verdict_detail(values, answer["reasoning"]), usage=result.usage, seconds=seconds,
+        detail=verdict_detail(values, answer["reasoning"]), usage=result.usage,
     )
 
 

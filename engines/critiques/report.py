@@ -8,7 +8,7 @@ is counted twice. Judge ratings imported from a critique file stay ordinary rate
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from engines.critiques.agreement import (
     TABLE_COLUMNS,
@@ -22,7 +22,6 @@ from engines.critiques.agreement import (
 from engines.critiques.judges import TASK_NAME, rating_values
 from engines.judging.store import JudgmentStore
 from engines.judging.task import ReportTable, TaskReport
-from engines.judging.verdict import JudgeId
 from engines.llm.profile import EMBEDDED_PROFILE
 from store.critiques import HUMAN, JUDGE, CritiqueRepository, RatingVersion, RatingView, carried_judge
 from store.db import Database
@@ -49,7 +48,7 @@ def judge_ratings(db: Database) -> list[JudgeRating]:
     return [
         JudgeRating(stored.name, item, rating_values(verdict), verdict.valid)
         for stored in store.judges()
-        for item, verdict in store.load(stored.judge).items()
+        for item, verdict in store.latest(stored.judge).items()
     ]
 
 
@@ -85,13 +84,15 @@ def build_report(
     position_of = {c.uid: p.uid for p in repo.positions() for c in p.critiques}
     judged = [rating for rating in judge_ratings(db) if rating.critique_uid in position_of]
     ratings = [*_rater_ratings(repo, which), *judged]
-    return agreement_report(ratings, position_of, len(position_of), reference, compared, resamples=resamples)
+    report = agreement_report(ratings, position_of, len(position_of), reference, compared, resamples=resamples)
+    return replace(report, judges={stored.name: stored.judge for stored in JudgmentStore(db, TASK_NAME).judges()})
 
 
 def demo_judged(report: AgreementReport) -> bool:
     """Whether a judge in the report ran on the embedded demo model."""
     return any(
-        row.kind == JUDGE and JudgeId.parse(row.compared).profile == EMBEDDED_PROFILE
+        row.kind == JUDGE and (judge := report.judges.get(row.compared)) is not None
+        and judge.profile == EMBEDDED_PROFILE
         for row in report.versus_reference
     )
 

@@ -86,13 +86,15 @@ def full_record(repository: DebateRepository, debate: Debate) -> dict:
                 "role": turn.role,
                 "content": turn.content,
                 "error": turn.error,
-                "state": turn.state,
+                "state": turn.state.value,
                 "length_action": turn.length_action,
                 "seconds": turn.seconds,
                 "steps": turn.steps.model_dump(mode="json", exclude_none=True) if turn.steps else {},
                 "evidence": [row.model_dump(mode="json") for row in turn.evidence],
                 "analyses": [
-                    {"kind": a.kind, "method": a.method, "judge": a.judge, "result": a.result.model_dump(mode="json")}
+                    {"kind": a.kind, "method": a.method, "judge": a.judge, "result": a.result.model_dump(mode="json"),
+                     # where the judgment store keeps it, as every batch judgment (rows of earlier releases: none)
+                     **({"stored": a.link.model_dump()} if a.link else {})}
                     for a in turn.analyses
                 ],
             }

@@ -18,9 +18,8 @@ from dataclasses import dataclass
 from typing import AsyncGenerator, AsyncIterator, Sequence
 
 from engines.debate import prompts, replies
-from engines.debate.pipeline import (
+from engines.debate.opponent import (
     BotTurn,
-    DebatePipeline,
     DebateSetup,
     DialogueTurn,
     Draft,
@@ -35,6 +34,7 @@ from engines.debate.pipeline import (
     render_dialogue,
     step_finished,
 )
+from engines.debate.pipeline import DebatePipeline
 from engines.debate.messages import count_words, trim_message
 from engines.debate.records import GraphRecord, RetrievalStep
 from engines.debate.replies import WORD_LIMIT

@@ -5,24 +5,32 @@ The store keeps them as JSON text (it knows no engine type); `DebateRecords`
 writes and reads them, so the screen and the exports only see records. Rows
 written by earlier releases were dumps of the engine's dataclasses and step
 models: the records keep their field names and ignore the fields they dropped.
+
+A judgment of a turn (its Grice verdict, its components) lives in the judgment store like
+any batch judgment; the turn's analysis row only links to it (`JudgmentLink`: the judge's
+name and the item keys). Rows of earlier releases hold a copy of the result instead, and
+read as before.
+
+This module knows no bot: what it writes of a bot's turn arrives through the `FinishedReply`
+and `FailedStep` shapes, so the bot's modules import the records and never the other way.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Literal
+from typing import Iterable, Literal, Protocol, Sequence
 
-from pydantic import BaseModel, ConfigDict, TypeAdapter
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
+from engines.components.records import result_of
 from engines.components.types import ComponentResult
 from engines.debate.schemas import FinalSelection, QuerySelection, Reply, SearchPlan, StrategyAnalysis
 from engines.grice.types import GriceJudgment, MetricJudgment
+from engines.judging.verdict import Verdict
 from engines.retrieval.strategies import ArgumentGraph
 from engines.retrieval.types import Argument
-from store.debates import DebateRepository, DebateTurn, TurnAnalysis
-
-if TYPE_CHECKING:  # the pipeline builds its events from these records
-    from engines.debate.pipeline import BotTurn, EvidenceItem, TurnFailed
+from store.debates import DebateRepository, DebateTurn, TurnAnalysis, TurnState
+from store.judgments import JudgmentRepository
 
 
 class Record(BaseModel):
@@ -97,14 +105,6 @@ class EvidenceRow(ArgumentRecord):
     final: bool = False  # step 4
     used: bool = False  # step 5
     context: bool = False  # a hit a chain starts from, shown but not offered to step 3 (rows before the flag: False)
-
-    @classmethod
-    def of(cls, item: EvidenceItem) -> EvidenceRow:
-        return cls(
-            **ArgumentRecord.fields_of(item.argument), strategy=item.strategy, query=item.query,
-            relation_found=item.relation, score=item.score, selected=item.selected, final=item.final,
-            used=item.used, context=item.context,
-        )
 
 
 EVIDENCE = TypeAdapter(list[EvidenceRow])
@@ -196,6 +196,17 @@ class GriceRecord(Record):
             seconds=judgment.seconds,
         )
 
+    @classmethod
+    def of_verdict(cls, verdict: Verdict) -> GriceRecord:
+        """A verdict of the grice task (its `data` holds the strategy and every metric's judgment)."""
+        data = verdict.data or {}
+        return cls(
+            strategy=data.get("strategy", ""),
+            metrics={name: MetricRecord.of(MetricJudgment.from_data(metric))
+                     for name, metric in data.get("metrics", {}).items()},
+            seconds=verdict.seconds,
+        )
+
 
 class SpanRecord(Record):
     start: int
@@ -249,6 +260,23 @@ AnalysisResult = GriceRecord | MessageComponents
 RESULT_MODELS: dict[str, type[AnalysisResult]] = {"grice": GriceRecord, "components": MessageComponents}
 
 
+class JudgmentLink(Record):
+    """Where the judgment store keeps a turn's judgment: the task and the item keys (the judge
+    is the analysis row's `judge`)."""
+
+    task: str
+    items: list[str]
+
+
+def linked_result(kind: str, method: str, verdicts: Sequence[Verdict]) -> AnalysisResult:
+    """The record of a linked judgment, from its stored verdicts (a message's components in text order)."""
+    if kind == "grice":
+        [verdict] = verdicts
+        return GriceRecord.of_verdict(verdict)
+    components = [ComponentRecord.of(result_of(verdict, method)) for verdict in verdicts]
+    return MessageComponents(components=sorted(components, key=lambda component: component.span.start))
+
+
 # ---------------------------------------------------------------- stored turns
 
 
@@ -256,13 +284,9 @@ RESULT_MODELS: dict[str, type[AnalysisResult]] = {"grice": GriceRecord, "compone
 class StoredAnalysis:
     kind: str  # grice | components
     method: str
-    judge: str
+    judge: str  # the judge's name in the judgment store (rows of earlier releases: its backend profile)
     result: AnalysisResult
-
-    @classmethod
-    def of(cls, row: TurnAnalysis) -> StoredAnalysis:
-        result = RESULT_MODELS[row.kind].model_validate_json(row.result_json)
-        return cls(row.kind, row.method, row.judge, result)
+    link: JudgmentLink | None = None  # None: a row of an earlier release, which holds a copy of the result
 
 
 @dataclass(frozen=True)
@@ -279,22 +303,22 @@ class StoredTurn:
     steps: TurnSteps | None = None
     evidence: tuple[EvidenceRow, ...] = ()
     analyses: tuple[StoredAnalysis, ...] = ()  # oldest first
-    state: str = "done"  # running | done | failed | cancelled; of a student message, its labelling's
+    state: TurnState = TurnState.DONE  # of a student message, its labelling's
 
     @classmethod
-    def of(cls, row: DebateTurn, analyses: Iterable[TurnAnalysis] = ()) -> StoredTurn:
+    def of(cls, row: DebateTurn, analyses: Iterable[StoredAnalysis] = ()) -> StoredTurn:
         return cls(
             id=row.id, position=row.position, role=row.role, content=row.content, error=row.error,
             length_action=row.length_action, seconds=row.seconds,
             steps=TurnSteps.model_validate_json(row.steps_json) if row.steps_json else None,
             evidence=tuple(EVIDENCE.validate_json(row.evidence_json)) if row.evidence_json else (),
-            analyses=tuple(StoredAnalysis.of(analysis) for analysis in analyses), state=row.state,
+            analyses=tuple(analyses), state=TurnState(row.state),
         )
 
     @property
     def in_dialogue(self) -> bool:
         """Every student message, and of the bot's turns the finished replies."""
-        return self.role == "user" or (self.state == "done" and self.error is None)
+        return self.role == "user" or (self.state == TurnState.DONE and self.error is None)
 
     def _latest(self, model: type[AnalysisResult]) -> AnalysisResult | None:
         # A turn analysed again shows its latest analysis.
@@ -327,6 +351,25 @@ class StoredTurn:
         return bool(self.steps and self.steps.reply and self.steps.reply.fallback)
 
 
+class FinishedReply(Protocol):
+    """What is stored of a bot's finished turn."""
+
+    reply: str
+    steps: TurnSteps
+    length_action: str | None
+    seconds: float
+
+    def evidence_rows(self) -> list[EvidenceRow]: ...
+
+
+class FailedStep(Protocol):
+    """What is stored of a bot's turn that failed: the step, why, and its raw output."""
+
+    step: str
+    error: str
+    raw: str
+
+
 class DebateRecords:
     """A debate's turns and their analyses as records, over the store's JSON columns."""
 
@@ -335,55 +378,86 @@ class DebateRecords:
 
     def turns(self, debate_id: int) -> list[StoredTurn]:
         rows = self.repository.turns(debate_id)
-        analyses = self.repository.analyses([row.id for row in rows])
-        return [StoredTurn.of(row, [a for a in analyses if a.turn_id == row.id]) for row in rows]
+        analyses = self._analyses(self.repository.analyses([row.id for row in rows]))
+        return [StoredTurn.of(row, [a for turn_id, a in analyses if turn_id == row.id]) for row in rows]
+
+    def _analyses(self, rows: list[TurnAnalysis]) -> list[tuple[int, StoredAnalysis]]:
+        """(turn id, analysis) of every row; a linked judgment is read from the judgment store, one
+        query per judge, and left out when the store no longer has it."""
+        links = {row.id: link for row in rows if (link := _link_of(row)) is not None}
+        wanted: dict[tuple[str, str], set[str]] = {}
+        for row in rows:
+            if row.id in links:
+                wanted.setdefault((links[row.id].task, row.judge), set()).update(links[row.id].items)
+        judgments = JudgmentRepository(self.repository.db)
+        found = {
+            (task, judge): judgments.verdicts(task, judge, items) for (task, judge), items in wanted.items()
+        }
+        analyses = []
+        for row in rows:
+            link = links.get(row.id)
+            if link is None:
+                result = RESULT_MODELS[row.kind].model_validate_json(row.result_json)
+            else:
+                stored = found[(link.task, row.judge)]
+                if not all(item in stored for item in link.items):
+                    continue
+                result = linked_result(row.kind, row.method, [Verdict.model_validate(stored[i]) for i in link.items])
+            analyses.append((row.turn_id, StoredAnalysis(row.kind, row.method, row.judge, result, link)))
+        return analyses
 
     def add_message(self, debate_id: int, text: str) -> StoredTurn:
         return StoredTurn.of(self.repository.add_turn(debate_id, "user", text))
 
     def start_reply(self, debate_id: int) -> StoredTurn:
         """A bot turn that is running: it holds the next position, and its outcome is written into it."""
-        return StoredTurn.of(self.repository.add_turn(debate_id, "assistant", "", state="running"))
+        return StoredTurn.of(self.repository.add_turn(debate_id, "assistant", "", state=TurnState.RUNNING))
 
     def restart(self, turn_id: int) -> StoredTurn:
         """A failed or cancelled bot turn running again in its place, its old outcome cleared."""
-        return self._outcome(turn_id, "running")
+        return self._outcome(turn_id, TurnState.RUNNING)
 
-    def add_reply(self, debate_id: int, turn: BotTurn) -> StoredTurn:
+    def add_reply(self, debate_id: int, turn: FinishedReply) -> StoredTurn:
         """A finished reply in one go."""
         return self.finish_reply(self.start_reply(debate_id).id, turn)
 
-    def finish_reply(self, turn_id: int, turn: BotTurn) -> StoredTurn:
+    def finish_reply(self, turn_id: int, turn: FinishedReply) -> StoredTurn:
         return self._outcome(
-            turn_id, "done", content=turn.reply,
+            turn_id, TurnState.DONE, content=turn.reply,
             steps_json=turn.steps.model_dump_json(exclude_none=True),
-            evidence_json=EVIDENCE.dump_json([EvidenceRow.of(item) for item in turn.evidence]).decode(),
+            evidence_json=EVIDENCE.dump_json(turn.evidence_rows()).decode(),
             length_action=turn.length_action, seconds=turn.seconds,
         )
 
-    def finish_failure(self, turn_id: int, failure: TurnFailed, seconds: float) -> StoredTurn:
+    def finish_failure(self, turn_id: int, failure: FailedStep, seconds: float) -> StoredTurn:
         return self._outcome(
-            turn_id, "failed", error=f"step {failure.step}: {failure.error}",
+            turn_id, TurnState.FAILED, error=f"step {failure.step}: {failure.error}",
             steps_json=TurnSteps(failed_step=failure.step, raw=failure.raw).model_dump_json(exclude_none=True),
             seconds=seconds,
         )
 
     def cancel_reply(self, turn_id: int, seconds: float) -> StoredTurn:
-        return self._outcome(turn_id, "cancelled", seconds=seconds)
+        return self._outcome(turn_id, TurnState.CANCELLED, seconds=seconds)
 
-    def _outcome(self, turn_id: int, state: str, **values) -> StoredTurn:
+    def _outcome(self, turn_id: int, state: TurnState, **values) -> StoredTurn:
         """Every outcome column written, those not given cleared, so no earlier run shows through."""
         cleared = dict(content="", steps_json=None, evidence_json=None, length_action=None, error=None, seconds=None)
         return StoredTurn.of(self.repository.update_turn(turn_id, **{**cleared, **values}, state=state))
 
-    def set_labelling(self, turn_id: int, state: str) -> None:
+    def set_labelling(self, turn_id: int, state: TurnState) -> None:
         """A student message's state is its labelling's: running, done, failed or cancelled."""
         self.repository.update_turn(turn_id, state=state)
 
-    def add_grice(self, turn_id: int, record: GriceRecord, judge: str) -> None:
-        self.repository.add_analysis(turn_id, "grice", record.strategy, record.model_dump_json(), judge=judge)
+    def link_judgment(self, turn_id: int, kind: str, method: str, judge: str, task: str, items: Sequence[str]) -> None:
+        """The turn's judgment (`kind` grice or components) is the judge's verdicts on `items` in the
+        judgment store."""
+        link = JudgmentLink(task=task, items=list(items))
+        self.repository.add_analysis(turn_id, kind, method, link.model_dump_json(), judge=judge)
 
-    def add_components(self, turn_id: int, method: str, components: list[ComponentRecord], judge: str) -> None:
-        self.repository.add_analysis(
-            turn_id, "components", method, MessageComponents(components=components).model_dump_json(), judge=judge
-        )
+
+def _link_of(row: TurnAnalysis) -> JudgmentLink | None:
+    """The row's link, or None for a row of an earlier release (a copy of the result has neither field)."""
+    try:
+        return JudgmentLink.model_validate_json(row.result_json)
+    except ValidationError:
+        return None

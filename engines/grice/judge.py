@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import time
 from dataclasses import dataclass
 from typing import Callable, Literal, Sequence
 
@@ -42,6 +41,7 @@ from engines.grice.types import YES_THRESHOLD, GriceContext, GriceJudgment, Metr
 from engines.llm.client import LLMClient
 from engines.llm.profile import Sampling
 from engines.llm.types import Usage
+from engines.timing import Stopwatch
 
 # Both spellings are allowed answers: a chat model starts its reply with "Yes"/"No", and the
 # server's top logprobs (taken before the constraint) often lack the lower-case forms, so
@@ -143,13 +143,13 @@ async def judge_metric(
     layout: str = DEFAULT_LAYOUT,
 ) -> MetricJudgment:
     """One Grice question on one turn."""
-    started = time.perf_counter()
+    stopwatch = Stopwatch()
     pool = pool or prompt_pool()
     usage = Usage()
 
     def finished(**values) -> MetricJudgment:
         return MetricJudgment(
-            metric=metric, method=method.name, seconds=time.perf_counter() - started, usage=usage, **values,
+            metric=metric, method=method.name, seconds=stopwatch.seconds, usage=usage, **values,
         )
 
     analyzer_reasons = None
@@ -201,7 +201,7 @@ async def judge_turn(
 ) -> GriceJudgment:
     """The Grice questions (all four unless `metrics` says which) on one bot turn;
     `on_metric` is called as each metric finishes."""
-    started = time.perf_counter()
+    stopwatch = Stopwatch()
     methods = methods_for(strategy)
 
     async def one(metric: str) -> MetricJudgment:
@@ -223,5 +223,5 @@ async def judge_turn(
     return GriceJudgment(
         strategy=strategy,
         metrics={j.metric: j for j in judgments},
-        seconds=time.perf_counter() - started,
+        seconds=stopwatch.seconds,
     )

@@ -19,7 +19,8 @@ from engines.grice.pool import ExamplePool
 from engines.grice.prompts import analyzer_stage1_messages
 from engines.llm.client import LLMClient
 from engines.llm.profile import Sampling
-from engines.llm.types import Structured, Usage
+from engines.llm.reasking import structured_until_valid
+from engines.llm.types import Usage
 
 STAGE1_MAX_TOKENS = 400
 REASON_MAX_CHARS = 500
@@ -96,14 +97,9 @@ class ReasonCache:
         messages = analyzer_stage1_messages(
             metric, pool.examples_for(metric, 1, k), pool.examples_for(metric, 0, k)
         )
-        attempts: list[Structured[AnalyzerReasons]] = []
-        for sampling in STAGE1_ATTEMPTS:
-            [result] = await client.structured(messages, AnalyzerReasons, sampling)
-            attempts.append(result)
-            self.stage1_calls += 1
-            if result.valid:
-                break
-        usage = sum((a.usage for a in attempts), Usage())
+        asked = await structured_until_valid(client, messages, AnalyzerReasons, STAGE1_ATTEMPTS)
+        self.stage1_calls += asked.attempts
+        result, usage = asked.result, asked.usage
         if result.valid:
             self._memory[key] = result.value
             if self.store:

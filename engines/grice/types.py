@@ -68,7 +68,7 @@ class GriceJudgment:
 
     @property
     def usage(self) -> Usage:
-        return sum((m.usage for m in self.metrics.values()), Usage())
+        return Usage.total(m.usage for m in self.metrics.values())
 
     @property
     def calls(self) -> int:

@@ -133,7 +133,7 @@ async def check_facts(client: LLMClient, retriever: Retriever, topic: str, text:
     if claims is None:
         return FactCheck(error=f"claims: {error}", raw=raw), usage
     judged = await asyncio.gather(*(judge_claim(client, retriever, claim) for claim in claims))
-    return FactCheck(verdicts=tuple(v for v, _ in judged), raw=raw), usage + sum((u for _, u in judged), Usage())
+    return FactCheck(verdicts=tuple(v for v, _ in judged), raw=raw), usage + Usage.total(u for _, u in judged)
 
 
 def evidence_text(verdicts: Sequence[FactVerdict]) -> list[str]:

@@ -58,7 +58,6 @@ a check z3 cannot decide in time, or at all (``unknown``), counts as ``timeout``
 from __future__ import annotations
 
 import asyncio
-import time
 from dataclasses import dataclass
 from functools import cache
 from typing import Annotated, Literal, Sequence
@@ -74,6 +73,7 @@ from engines.llm.budget import max_tokens_for
 from engines.llm.client import LLMClient
 from engines.llm.profile import Sampling
 from engines.llm.types import Structured
+from engines.timing import Stopwatch
 
 __all__ = [
     "LOGIC_PROMPT", "Derivation", "DerivationCheck", "FormulaError", "LogicTranslation", "Status",
@@ -353,13 +353,13 @@ def check_derivation(d: Derivation, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Der
     """Whether `d`'s premises entail its conclusion, decided by z3 within `timeout_ms`."""
     if timeout_ms <= 0:
         raise ValueError(f"timeout_ms must be positive, not {timeout_ms}")
-    started = time.perf_counter()
+    stopwatch = Stopwatch()
     sources = [(p, f"premise {i}") for i, p in enumerate(d.premises, start=1)] + [(d.conclusion, "conclusion")]
     try:
         trees = [(text, where, parse_formula(text, where)) for text, where in sources]
         arities = _arities(trees)
     except FormulaError as exc:
-        return DerivationCheck(d, "unparsed", str(exc), time.perf_counter() - started)
+        return DerivationCheck(d, "unparsed", str(exc), stopwatch.seconds)
     context = z3.Context()
     translation = _Z3Translation(context, arities)
     *premises, conclusion = (translation.formula(tree, {}) for _, _, tree in trees)
@@ -367,7 +367,7 @@ def check_derivation(d: Derivation, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Der
     solver.set("timeout", timeout_ms)
     solver.add(*premises, z3.Not(conclusion, context))
     outcome = solver.check()
-    seconds = time.perf_counter() - started
+    seconds = stopwatch.seconds
     if outcome == z3.unsat:
         return DerivationCheck(d, "valid", None, seconds)
     if outcome == z3.sat:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import statistics
-import time
 from typing import Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict
@@ -28,6 +27,7 @@ from engines.inspire.subjective import DIMENSIONS as SUBJECTIVE, TITLES, Subject
 from engines.llm.client import LLMClient
 from engines.llm.types import Usage, UsageMeter
 from engines.retrieval.types import Retriever
+from engines.timing import Stopwatch
 from store.db import Database
 from store.judgments import Judgment
 
@@ -173,17 +173,14 @@ async def score_text(
     """The InspireScore of `text` said in a debate on `topic` after `dialogue` ((role, text),
     role "user" for the student, "assistant" for the bot). The subjective call, the logic
     translation and the fact extraction run concurrently."""
-    started = time.perf_counter()
-    meter = UsageMeter()
-    with meter.counting():
+    stopwatch = Stopwatch()
+    with UsageMeter().counting() as meter:
         (subjective, _), logic, (facts, _) = await asyncio.gather(
             subjective_scores(client, topic, text, dialogue),
             check_logic(client, topic, text),
             check_facts(client, retriever, topic, text),
         )
-    return InspireScore(
-        subjective=subjective, logic=logic, facts=facts, usage=meter.usage, seconds=time.perf_counter() - started
-    )
+    return InspireScore(subjective=subjective, logic=logic, facts=facts, usage=meter.usage, seconds=stopwatch.seconds)
 
 
 # ---------------------------------------------------------------- a debate

@@ -11,7 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from engines.inspire import prompts
 from engines.llm.budget import max_tokens_for
-from engines.llm.client import MAX_TOP_LOGPROBS, LLMClient, json_schema_constraint, label_distribution, parse_structured
+from engines.llm.client import MAX_TOP_LOGPROBS, LLMClient, json_schema_constraint
+from engines.llm.parsing import label_distribution, parse_structured
 from engines.llm.profile import Sampling
 from engines.llm.types import Completion, Usage
 

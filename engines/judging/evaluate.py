@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from engines.judging.digest import prompts_digest, sampling_digest
 from engines.judging.runner import RunOutcome, RunProgress, RunSpec, run_tracked
 from engines.judging.store import JudgmentStore
 from engines.judging.task import Option, Task, TaskContext, TaskItem, TaskReport
@@ -22,20 +23,26 @@ class TaskRun:
 
 
 async def judge_id(task: Task, client: LLMClient, variant: str, options: Any) -> JudgeId:
-    """The identity of `client` judging `task` with `variant` and the options that change answers."""
-    # Options at their defaults are left out, so a judge run with no flags keeps a plain name.
+    """The identity of `client` judging `task` with `variant`: the model, the options that change
+    answers, the task's prompt templates (`task.prompt_modules`) and the sampling the profile adds
+    to every call, so a change of any of them is a new judge."""
+    # Every option that changes answers at the value it has, defaults included: a changed default
+    # is a new judge as well, and needs no renaming of the judges stored before it.
     judge_options = {
-        option.name: value
+        option.name: _effective(option, getattr(options, option.name, None))
         for option in task.options
-        if option.judge_option and not _at_default(option, value := getattr(options, option.name, None))
+        if option.judge_option
     }
-    return JudgeId.of(client.profile.name, await client.model(), task.judge_variant(variant, options), judge_options)
+    return JudgeId.of(
+        client.profile.name, await client.model(), task.judge_variant(variant, options), judge_options,
+        prompts=prompts_digest(getattr(task, "prompt_modules", ())), sampling=sampling_digest(client.profile.sampling),
+    )
 
 
-def _at_default(option: Option, value: Any) -> bool:
+def _effective(option: Option, value: Any) -> Any:
     if option.kind == "flag":
-        return value is not True
-    return value is None or (type(value) is type(option.default) and value == option.default)
+        return value is True
+    return option.default if value is None else value
 
 
 async def run_task(

@@ -11,6 +11,9 @@ command or a screen:
   the log, the user gets one line;
 * DONE when every item has a stored verdict.
 
+`run_states` is that state machine on its own, which a run that judges no items
+(`argtui index push`) goes through too.
+
 An invalid verdict counts as a verdict: a rerun keeps it. With `retry_invalid` the
 items stored as invalid are judged again, their calls asking the backend instead of
 the response cache (which holds the answers that could not be read).
@@ -30,9 +33,9 @@ import logging
 import signal
 import time
 import traceback
-from contextlib import nullcontext
+from contextlib import asynccontextmanager, nullcontext
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable, Sequence
+from typing import AsyncIterator, Awaitable, Callable, Sequence
 
 from engines.errors import ArgtuiError
 from engines.judging.store import JudgmentStore
@@ -41,6 +44,7 @@ from engines.judging.verdict import JudgeId, Verdict
 from engines.llm.batch import RequestDeferred
 from engines.llm.client import asking_anew
 from engines.llm.types import BackendError, Usage
+from engines.timing import Stopwatch, timed
 from store.db import Database, StoreError
 from store.runs import HEARTBEAT_S, BatchRun, RunRepository, RunState
 from store.write_behind import WriteBehind
@@ -133,8 +137,9 @@ async def run_tracked(
     on_progress: Callable[[RunProgress], None] = lambda progress: None,
     retry_invalid: bool = False,
 ) -> RunOutcome:
-    """Judge every item without a stored verdict of `spec.judge` (or with an invalid one, when
-    `retry_invalid`), at most `spec.concurrency` at once."""
+    """Judge every item without a stored verdict of `spec.judge` on its current content (`TaskItem.digest`),
+    or with an invalid one when `retry_invalid`, at most `spec.concurrency` at once; each verdict's
+    `seconds` is the time its item took."""
     runs = RunRepository(db)
     store = JudgmentStore(db, spec.task)
     keys = [item.key for item in items]
@@ -144,14 +149,14 @@ async def run_tracked(
         f"eval-{spec.task}", spec.name, {"judge": spec.judge.model_dump(), **spec.selection}, len(items),
         task=spec.task, judge=spec.judge.name,
     )
-    stored = store.load(spec.judge, keys)
+    stored = store.load(spec.judge, items)
     retried = {key for key, verdict in stored.items() if retry_invalid and not verdict.valid}
     stored = {key: verdict for key, verdict in stored.items() if key not in retried}
     todo = [item for item in items if item.key not in stored]
     verdicts: dict[str, Verdict] = dict(stored)
     counts = {"invalid": sum(1 for v in stored.values() if not v.valid), "now": 0, "deferred": 0}
     usage = Usage()
-    started = time.perf_counter()
+    stopwatch = Stopwatch()
     written = {"done": len(stored), "invalid": counts["invalid"], "at": time.monotonic()}  # what the database holds
 
     def progress(state: RunState = RunState.RUNNING) -> RunProgress:
@@ -160,15 +165,15 @@ async def run_tracked(
             counts["invalid"], usage, state,
         )
 
-    def write(rows: list[tuple[str, Verdict, str | None]]) -> None:
+    def write(rows: list[tuple[TaskItem, Verdict]]) -> None:
         store.save(spec.judge, rows, run.id)
         written["done"] += len(rows)
-        written["invalid"] += sum(not verdict.valid for _, verdict, _ in rows)
+        written["invalid"] += sum(not verdict.valid for _, verdict in rows)
         if time.monotonic() - written["at"] > SAVE_INTERVAL_S:
             runs.update(run.id, done=written["done"], invalid=written["invalid"])
             written["at"] = time.monotonic()
 
-    unwritten: WriteBehind[str, tuple[str, Verdict, str | None]] = WriteBehind(write, f"verdicts of run {run.id}")
+    unwritten: WriteBehind[str, tuple[TaskItem, Verdict]] = WriteBehind(write, f"verdicts of run {run.id}")
 
     def stop(state: RunState, cause: str) -> None:
         unwritten.flush()  # the stored progress never counts a verdict that is not stored
@@ -188,21 +193,58 @@ async def run_tracked(
                 return
             try:
                 with asking_anew() if item.key in retried else nullcontext():
-                    verdict = await judge(item)
+                    verdict, seconds = await timed(judge(item))
             except RequestDeferred:  # nothing to store until the batch's answers are imported
                 counts["deferred"] += 1
                 continue
-            unwritten.put(item.key, (item.key, verdict, item.reference))
+            # Every item is timed here, the one clock of a run: a task's judge need not time itself.
+            verdict = verdict.model_copy(update={"seconds": seconds})
+            unwritten.put(item.key, (item, verdict))
             verdicts[item.key] = verdict
             counts["now"] += 1
             counts["invalid"] += not verdict.valid
             usage = usage + verdict.usage
             on_progress(progress())
 
-    runs.update(run.id, state=RunState.RUNNING, done=len(stored), invalid=counts["invalid"])
+    runs.update(run.id, done=len(stored), invalid=counts["invalid"])
     on_progress(progress())
+    async with run_states(runs, run, progress, stop):
+        workers = [asyncio.create_task(worker()) for _ in range(max(1, min(spec.concurrency, len(todo))))]
+        try:
+            await asyncio.gather(*workers)
+        finally:
+            for task in workers:
+                task.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+    if counts["deferred"]:
+        deferred = RunDeferred(progress(RunState.PAUSED), counts["deferred"])
+        stop(RunState.PAUSED, deferred.cause)
+        raise deferred
+    unwritten.flush()
+    final = progress(RunState.DONE)
+    run = runs.update(run.id, state=RunState.DONE, done=final.done, invalid=final.invalid)
+    on_progress(final)
+    return RunOutcome(run, final, verdicts, counts["now"], stopwatch.seconds)
+
+
+@asynccontextmanager
+async def run_states(
+    runs: RunRepository,
+    run: BatchRun,
+    progress: Callable[[RunState], RunProgress],
+    stop: Callable[[RunState, str], None],
+    *,
+    pausing: tuple[type[Exception], ...] = (BackendError,),
+) -> AsyncIterator[None]:
+    """The states of a batch run while the body works, the same for every run (a judging run,
+    `argtui index push`): RUNNING with its heartbeat renewed; PAUSED on a `pausing` error (its
+    backend failed after its retries) or SIGTERM (`RunPaused`), and on Ctrl-C or a cancellation
+    (raised on); FAILED on anything else (`RunFailed`, the traceback in the log). `stop(state,
+    cause)` stores the run's state and progress; `progress` is what `RunPaused` reports. DONE is
+    the caller's to store, after what the body made is."""
+    runs.update(run.id, state=RunState.RUNNING)
     current = asyncio.current_task()
-    terminated = []
+    terminated: list[bool] = []
 
     def terminate() -> None:
         terminated.append(True)
@@ -211,10 +253,9 @@ async def run_tracked(
 
     restore = _on_sigterm(terminate)
     heartbeat = asyncio.create_task(_heartbeat(runs, run.id))
-    workers = [asyncio.create_task(worker()) for _ in range(max(1, min(spec.concurrency, len(todo))))]
     try:
-        await asyncio.gather(*workers)
-    except BackendError as exc:
+        yield
+    except pausing as exc:
         stop(RunState.PAUSED, str(exc))
         raise RunPaused(progress(RunState.PAUSED), str(exc)) from exc
     except (asyncio.CancelledError, KeyboardInterrupt) as exc:
@@ -226,7 +267,7 @@ async def run_tracked(
         raise
     except Exception as exc:
         message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-        log.error("run %s (%s) failed:\n%s", run.id, spec.name, traceback.format_exc())
+        log.error("run %s (%s) failed:\n%s", run.id, run.name, traceback.format_exc())
         stop(RunState.FAILED, message)
         raise RunFailed(
             f"run {run.id} failed: {message}. This is a bug in argtui; the traceback is in "
@@ -234,18 +275,8 @@ async def run_tracked(
         ) from exc
     finally:
         restore()
-        for task in (*workers, heartbeat):
-            task.cancel()
-        await asyncio.gather(*workers, heartbeat, return_exceptions=True)
-    if counts["deferred"]:
-        deferred = RunDeferred(progress(RunState.PAUSED), counts["deferred"])
-        stop(RunState.PAUSED, deferred.cause)
-        raise deferred
-    unwritten.flush()
-    final = progress(RunState.DONE)
-    run = runs.update(run.id, state=RunState.DONE, done=final.done, invalid=final.invalid)
-    on_progress(final)
-    return RunOutcome(run, final, verdicts, counts["now"], time.perf_counter() - started)
+        heartbeat.cancel()
+        await asyncio.gather(heartbeat, return_exceptions=True)
 
 
 async def _heartbeat(runs: RunRepository, run_id: int) -> None:

@@ -1,13 +1,14 @@
-"""The typed judgment store: `Verdict`s in and out, keyed by (`JudgeId`, item)."""
+"""The typed judgment store: `Verdict`s in and out, keyed by (`JudgeId`, item, the item's content)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Iterable
+from dataclasses import asdict, dataclass
+from typing import Iterable, Sequence
 
+from engines.judging.task import TaskItem
 from engines.judging.verdict import JudgeId, Verdict
 from store.db import Database
-from store.judgments import JudgmentRepository, NewJudgment
+from store.judgments import JudgeColumns, JudgmentRepository, NewJudgment
 
 # An item judged in the Arena is stored under its judge like a batch item, keyed apart so
 # that a batch run still judges it itself and the two never overwrite each other.
@@ -40,26 +41,30 @@ class JudgmentStore:
         self.task = task
         self._repo = JudgmentRepository(db)
 
-    def save(
-        self, judge: JudgeId, verdicts: Iterable[tuple[str, Verdict, str | None]], run_id: int | None = None
-    ) -> None:
-        """(item key, verdict, reference) triples, in one transaction."""
+    def save(self, judge: JudgeId, verdicts: Iterable[tuple[TaskItem, Verdict]], run_id: int | None = None) -> None:
+        """(item, verdict) pairs, in one transaction: each under the item's key, content digest and reference."""
         self._repo.save(
-            self.task, judge.name, judge.profile, judge.model, judge.variant,
+            self.task, JudgeColumns(**judge.model_dump()),
             (
-                NewJudgment(key, verdict.model_dump(mode="json"), verdict.valid, reference)
-                for key, verdict, reference in verdicts
+                NewJudgment(item.key, verdict.model_dump(mode="json"), verdict.valid, item.reference, item.digest)
+                for item, verdict in verdicts
             ),
             run_id,
         )
 
-    def load(self, judge: JudgeId, items: Iterable[str] | None = None) -> dict[str, Verdict]:
-        return {
-            key: Verdict.model_validate(data) for key, data in self._repo.verdicts(self.task, judge.name, items).items()
-        }
+    def load(self, judge: JudgeId, items: Sequence[TaskItem]) -> dict[str, Verdict]:
+        """item key -> verdict, of the items judged with the content they have now."""
+        stored = self._repo.matching(self.task, judge.name, {item.key: item.digest for item in items})
+        return {key: Verdict.model_validate(data) for key, data in stored.items()}
+
+    def latest(self, judge: JudgeId, keys: Iterable[str] | None = None) -> dict[str, Verdict]:
+        """item key -> the latest verdict of each of the judge's items (or of `keys`), whatever content it had:
+        for listings, which show what was judged."""
+        stored = self._repo.verdicts(self.task, judge.name, keys)
+        return {key: Verdict.model_validate(data) for key, data in stored.items()}
 
     def labelled(self, judge: JudgeId) -> list[tuple[str, str, Verdict]]:
-        """(item, reference, verdict) of the judge's items with a known reference."""
+        """(item, reference, verdict) of the judge's judgments of items with a known reference."""
         return [
             (item, reference, Verdict.model_validate(data))
             for item, reference, data in self._repo.labelled(self.task, judge.name)
@@ -70,11 +75,11 @@ class JudgmentStore:
         return self._repo.items(self.task, judge.name)
 
     def arena_items(self, judge: JudgeId) -> int:
-        """How many of the judge's judgments were made in the Arena."""
+        """How many of the judge's items were judged in the Arena."""
         return sum(is_arena_key(key) for key in self.judged(judge))
 
     def judges(self) -> list[StoredJudge]:
         return [
-            StoredJudge(JudgeId.parse(row.judge), row.judgments, row.invalid)
+            StoredJudge(JudgeId(**asdict(row.judge)), row.judgments, row.invalid)
             for row in self._repo.judges(self.task)
         ]

@@ -6,10 +6,11 @@ or the store), its variants (prompting strategies, methods, modes), its own
 options, how to judge one item with one variant through a client (a
 `Verdict`), and how to score verdicts against the reference into a report.
 
-`argtui eval <task>`, `argtui eval --list`, the Arena, the Leaderboard and
-the Runs screen read the registry, so a new task is one module in
-`engines/tasks/` that defines `TASK` (plus its prompts), or a `register(task)`
-call.
+`argtui eval <task>`, `argtui eval --list`, the Arena, the Leaderboard, the
+Runs screen, the glossary and the palette read the registry, so a new task is
+one module in `engines/tasks/` that defines `TASK` (plus its prompts), or a
+`register(task)` call. `TaskBase` holds what most tasks do alike; a task states
+its options as a model (`engines.judging.options`) and its variants' names.
 """
 
 from __future__ import annotations
@@ -18,11 +19,13 @@ import importlib
 import pkgutil
 import random
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any, Callable, Protocol, Sequence, runtime_checkable
+from typing import Any, ClassVar, Mapping, Protocol, Sequence, runtime_checkable
 
 from engines.errors import ArgtuiError
+from engines.judging.digest import content_digest
+from engines.judging.options import Option, TaskOptions
 from engines.judging.verdict import JudgeId, Verdict
 from engines.llm.client import LLMClient
 from engines.llm.profile import BackendProfile
@@ -31,29 +34,24 @@ from store.db import Database
 
 
 @dataclass(frozen=True)
-class Option:
-    """One task-specific option: a command-line flag of `argtui eval <task>`.
+class VariantName:
+    """A variant's plain names: `title` wherever a name is shown in full, `short` (at most
+    SHORT_VARIANT_CHARS) on a narrow card or table cell, and what it does, for the glossary."""
 
-    `name` is the flag without dashes (`debates` → `--debates`, read back as
-    `options.debates`); `kind` picks the argparse form.
-    """
+    title: str
+    short: str
+    definition: str
 
-    name: str
-    help: str
-    type: Callable[[str], Any] = str
-    default: Any = None
-    choices: Sequence[str] | None = None
-    required: bool = False
-    kind: str = "value"  # value | flag (on/off) | many (one or more values)
-    metavar: str | None = None
-    # Changes the answers and `judge_variant` does not name it: part of the judge's identity
-    # (as a digest) when set to something other than its default.
-    judge_option: bool = False
-    report_option: bool = False  # changes only the report: part of neither the judge nor the run
 
-    @property
-    def flag(self) -> str:
-        return "--" + self.name.replace("_", "-")
+SHORT_VARIANT_CHARS = 10
+
+
+@dataclass(frozen=True)
+class ItemSide:
+    """One of two texts an item compares (an argument of a pair), shown side by side."""
+
+    heading: str  # e.g. "Argument A (arg123)"
+    text: str
 
 
 @dataclass(frozen=True)
@@ -65,6 +63,17 @@ class TaskItem:
     body: str  # the item as shown to people (plain text, never markup)
     reference: str | None = None  # the expert / gold answer, when known
     payload: Any = None  # what the task's judge needs
+    # How the Arena lays the item out: the two compared texts beside each other under the body,
+    # the span of the body under judgment emphasised, what to show with the reference.
+    sides: tuple[ItemSide, ItemSide] | None = None
+    highlight: tuple[int, int] | None = None  # (start, end) of `body`
+    reference_note: str = ""  # e.g. the published scores behind an expert label
+
+    @cached_property
+    def digest(self) -> str:
+        """What the judge sees (the payload, or the body when there is none) and the reference, as a
+        short hex digest: stored with the verdict, so an item whose content changed is judged anew."""
+        return content_digest(self.payload, self.body, self.reference)
 
 
 @dataclass(frozen=True)
@@ -114,19 +123,29 @@ class Task(Protocol):
     name: str  # short id: the eval subcommand, the store's task column
     title: str  # one line for pickers
     labels: tuple[str, ...]  # answer labels, for distribution bars (empty: values only)
-    options: tuple[Option, ...]  # task-specific flags
+    Options: type[TaskOptions]  # the options model: flags, Arena controls, what the methods are handed
+    options: tuple[Option, ...]  # the task's own options of that model
     variant_flag: str  # how the task's own docs name a variant: "prompt", "strategy", "method"
+    variant_section: str  # the glossary's heading of the variants
 
     def variants(self) -> tuple[str, ...]:
         """The prompting strategies / methods / modes; the first is the default."""
+        ...
+
+    def variant_name(self, code: str) -> VariantName:
+        """A variant's plain names and definition (the code itself when the task names none)."""
         ...
 
     def filters(self, ctx: TaskContext) -> dict[str, tuple[str, ...]]:
         """What an Arena user may fix before a draw (e.g. {"dimension": (...)})."""
         ...
 
+    def check_options(self, options: Any) -> None:
+        """What the model alone cannot check (e.g. against the variants run), before any backend starts."""
+        ...
+
     def items(self, ctx: TaskContext, options: Any) -> list[TaskItem]:
-        """The items of a batch run, from the parsed options (read and checked before any call)."""
+        """The items of a batch run, from the options (read and checked before any call)."""
         ...
 
     def draw(self, ctx: TaskContext, rng: random.Random, **filters: str) -> TaskItem:
@@ -150,6 +169,47 @@ class Task(Protocol):
     ) -> TaskReport:
         """Scores of the verdicts (every item's, stored ones included) of the batch run `run_id`."""
         ...
+
+
+class TaskBase:
+    """What a task does unless it says otherwise: no own options, no Arena filters, the variant as
+    the judge names it, as many items at once as the backend has slots, variants named by their code.
+
+    A subclass sets `Options` to its model; `options` (its option descriptors) follows from it.
+    """
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+    labels: ClassVar[tuple[str, ...]] = ()
+    variant_flag: ClassVar[str] = "variant"
+    Options: ClassVar[type[TaskOptions]] = TaskOptions
+    options: ClassVar[tuple[Option, ...]] = ()
+    variant_names: ClassVar[Mapping[str, VariantName]] = {}  # by code; a code left out is shown as itself
+    # The modules whose upper-case str constants are the task's prompts: part of the judge's identity.
+    prompt_modules: ClassVar[tuple[str, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.options = cls.Options.task_options()
+
+    @property
+    def variant_section(self) -> str:
+        return f"{self.title} ({self.variant_flag}s)"
+
+    def variant_name(self, code: str) -> VariantName:
+        return self.variant_names.get(code) or VariantName(code, code, "")
+
+    def filters(self, ctx: TaskContext) -> dict[str, tuple[str, ...]]:
+        return {}
+
+    def check_options(self, options: Any) -> None:
+        return None
+
+    def judge_variant(self, variant: str, options: Any) -> str:
+        return variant
+
+    def concurrency(self, variant: str, client: LLMClient, options: Any) -> int:
+        return client.profile.max_concurrency
 
 
 class UnknownTask(ArgtuiError):
@@ -205,9 +265,12 @@ def canonical_variant(task: Task, text: str) -> str:
     raise ArgtuiError(f"task {task.name!r} has no {task.variant_flag} {text!r}; choose one of {', '.join(task.variants())}")
 
 
-def default_options(task: Task, **overrides: Any) -> SimpleNamespace:
-    """The options a batch run would have with no flags given: what the Arena and live use judge with."""
-    values: dict[str, Any] = {"limit": None, "seed": 0, "judge": None, "concurrency": None}
-    values.update({option.name: (False if option.kind == "flag" else option.default) for option in task.options})
-    values.update(overrides)
-    return SimpleNamespace(**values)
+def options_model(task: Task) -> type[TaskOptions]:
+    """The task's options model (a task of the bare protocol with none: the run's options only)."""
+    return getattr(task, "Options", TaskOptions)
+
+
+def default_options(task: Task, **overrides: Any) -> TaskOptions:
+    """The options a batch run would have with no flags given (and `overrides`), checked: what the
+    Arena and live judging start from."""
+    return options_model(task).from_values(overrides)

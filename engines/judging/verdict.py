@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from engines.llm.types import Usage
-from store.judgments import judge_name, options_digest
+from store.identity import identity_digest, judge_name, options_digest
 
 
 class Verdict(BaseModel):
@@ -42,10 +42,12 @@ class Verdict(BaseModel):
 
 
 class JudgeId(BaseModel):
-    """Who judged: backend profile, model, the task's variant (prompting strategy, method,
-    mode) and a digest of any further options that change answers.
+    """Who judged: backend profile, model, the task's variant (prompting strategy, method, mode)
+    and the digests of what else changes its answers: the options, the prompt templates and the
+    sampling its profile adds to every call ("" for none).
 
-    `name` is the one short form every table, report, screen and export uses.
+    `name` is the one short form every table, report, screen and export uses; the store keeps
+    the fields in columns of their own, so a name is never read back into its parts.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -54,19 +56,22 @@ class JudgeId(BaseModel):
     model: str
     variant: str
     options: str = ""  # options_digest(...)
+    prompts: str = ""  # engines.judging.digest.prompts_digest(...)
+    sampling: str = ""  # engines.judging.digest.sampling_digest(...)
+
+    @property
+    def digest(self) -> str:
+        """What the name carries after "#" ("" for a judge with nothing digested)."""
+        return identity_digest(self.options, self.prompts, self.sampling)
 
     @property
     def name(self) -> str:
-        return judge_name(self.profile, self.model, self.variant, self.options)
+        return judge_name(self.profile, self.model, self.variant, self.options, self.prompts, self.sampling)
 
     @classmethod
-    def of(cls, profile: str, model: str, variant: str, options: dict[str, Any] | None = None) -> "JudgeId":
-        return cls(profile=profile, model=model, variant=variant, options=options_digest(options or {}))
-
-    @classmethod
-    def parse(cls, name: str) -> "JudgeId":
-        """The inverse of `name`."""
-        head, _, variant = name.partition(" ")
-        variant, _, options = variant.partition(" #")
-        model, _, profile = head.rpartition("@")
-        return cls(profile=profile, model=model, variant=variant, options=options)
+    def of(
+        cls, profile: str, model: str, variant: str, options: dict[str, Any] | None = None, *,
+        prompts: str = "", sampling: str = "",
+    ) -> "JudgeId":
+        return cls(profile=profile, model=model, variant=variant, options=options_digest(options or {}),
+                   prompts=prompts, sampling=sampling)

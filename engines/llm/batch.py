@@ -24,7 +24,9 @@ from typing import Any, Iterator, Literal, NoReturn, Sequence
 from pydantic import BaseModel, ValidationError
 
 from engines.datasets import DataFormatError, text_lines
-from engines.llm.client import LLMClient, _completion_to_cache, _parse_logprobs, _token_counts
+from engines.llm.cache_codec import completion_to_cache
+from engines.llm.client import LLMClient
+from engines.llm.parsing import parse_logprobs, token_counts
 from engines.llm.types import Completion, Usage
 from engines.output import write_text_file
 from store.db import Database
@@ -159,7 +161,7 @@ def import_results(path: Path, db: Database, cache: ResponseCache) -> ImportRepo
             continue
         request = exported[line.custom_id]
         for key, completion in zip(request.sample_keys, answers):
-            cache.put(key, request.model, _completion_to_cache(completion))
+            cache.put(key, request.model, completion_to_cache(completion))
         report.requests += 1
         report.answers += len(request.sample_keys)
     cache.flush()
@@ -200,7 +202,7 @@ def _answers(path: Path, number: int, line: BatchOutputLine, request: ExportedRe
     count = len(request.sample_keys)
     if len(choices) < count:
         raise DataFormatError(path, number, "response.body.choices", f"{len(choices)} choices; the request asked for {count}")
-    prompt_tokens, completion_tokens, reused_tokens = _token_counts(body.usage or {})
+    prompt_tokens, completion_tokens, reused_tokens = token_counts(body.usage or {})
     # Shared as a live answer is: the prompt is charged to the first sample.
     return [
         Completion(
@@ -212,7 +214,7 @@ def _answers(path: Path, number: int, line: BatchOutputLine, request: ExportedRe
                 reused_prompt_tokens=reused_tokens if position == 0 else 0,
                 calls=1,
             ),
-            logprobs=_parse_logprobs(choice.model_dump()),
+            logprobs=parse_logprobs(choice.model_dump()),
             sample_index=position,
         )
         for position, choice in enumerate(choices[:count])

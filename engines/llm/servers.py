@@ -20,6 +20,7 @@ from pathlib import Path
 import httpx
 
 from engines.errors import ArgtuiError
+from engines.timing import Stopwatch
 
 
 class ServerStartError(ArgtuiError):
@@ -80,7 +81,7 @@ class ManagedServer:
         self.log_path = log_path
         self.process: subprocess.Popen | None = None
         self.ready_after_s: float | None = None
-        self._started_at = 0.0
+        self._running = Stopwatch()  # restarted when the process starts
 
     @property
     def url(self) -> str:
@@ -96,7 +97,7 @@ class ManagedServer:
             return
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
-            self._started_at = time.perf_counter()
+            self._running = Stopwatch()
             self.process = subprocess.Popen(
                 self.command,
                 stdin=subprocess.DEVNULL,
@@ -121,7 +122,7 @@ class ManagedServer:
                     )
                 try:
                     if (await http.get(self.health_url)).status_code == 200:
-                        self.ready_after_s = time.perf_counter() - self._started_at
+                        self.ready_after_s = self._running.seconds
                         return self.ready_after_s
                 except httpx.TransportError:
                     pass

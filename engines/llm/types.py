@@ -5,7 +5,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Generic, Iterator, Literal, Sequence, TypeVar
+from typing import Generic, Iterable, Iterator, Literal, Sequence, TypeVar
 
 from engines.errors import ArgtuiError
 from engines.secrets import redact
@@ -15,7 +15,7 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Usage:
-    """What LLM answers cost. Sums with `+` (and `sum(..., Usage())`), so every judge,
+    """What LLM answers cost. Adds up with `+` and `Usage.total(...)`, so every judge,
     task and run totals its calls the same way.
 
     `calls` counts answers (one per sample), `cached_calls` those the response
@@ -60,6 +60,11 @@ class Usage:
 
     def __radd__(self, other):
         return self if other == 0 else NotImplemented
+
+    @staticmethod
+    def total(usages: Iterable["Usage"]) -> "Usage":
+        """The sum of `usages` (no usage for none)."""
+        return sum(usages, Usage())
 
     def as_dict(self) -> dict:
         return {
@@ -139,10 +144,15 @@ class Structured(Generic[T]):
 
 @dataclass
 class UsageMeter:
-    """The `Usage` of the answers recorded while it is counting, by any client: in tasks
-    started inside `counting()` too, not in concurrent work started before it."""
+    """A running count of LLM answers (their `Usage`) and of the HTTP requests sent for them.
+
+    While `counting()`, it counts what any client records: in tasks started inside too, not in
+    concurrent work started before it. It is the one running count: a client's `Accounting`,
+    a step's, a turn's and a judgment's cost are all meters.
+    """
 
     usage: Usage = field(default_factory=Usage)
+    requests: int = 0
 
     @contextmanager
     def counting(self) -> Iterator["UsageMeter"]:
@@ -157,18 +167,19 @@ _meters: ContextVar[tuple[UsageMeter, ...]] = ContextVar("usage_meters", default
 
 
 @dataclass
-class Accounting:
+class Accounting(UsageMeter):
     """Running totals for one client: HTTP requests and retries, and the `Usage` of every
-    answer it returned (fresh or cached)."""
+    answer it returned (fresh or cached). What it records, the meters counting then count too."""
 
-    requests: int = 0
     retries: int = 0
-    usage: Usage = field(default_factory=Usage)
 
     def record(self, usage: Usage) -> None:
-        self.usage = self.usage + usage
-        for meter in _meters.get():
+        for meter in (self, *_meters.get()):
             meter.usage = meter.usage + usage
+
+    def count_request(self) -> None:
+        for meter in (self, *_meters.get()):
+            meter.requests += 1
 
     @property
     def cache_hits(self) -> int:

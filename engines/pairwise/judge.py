@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import time
 from dataclasses import dataclass
 from typing import Awaitable, Callable, Literal, Sequence
 
@@ -109,7 +108,6 @@ async def judge_pair(
     mode), the one answer (logprob), or the answers as given in the original and
     in the swapped order (swap); None marks an output that was not a label.
     """
-    started = time.perf_counter()
     mode = MODE_JUDGES.get(settings.mode)
     if mode is None:
         raise ValueError(f"unknown judge mode {settings.mode!r} (expected one of {MODES})")
@@ -117,8 +115,7 @@ async def judge_pair(
     def chat(first: str, second: str) -> list[dict[str, str]]:
         return messages(settings.strategy, dimension, first, second, examples)
 
-    verdict = await mode(client, settings, chat, a, b)
-    return verdict.model_copy(update={"seconds": time.perf_counter() - started})
+    return await mode(client, settings, chat, a, b)
 
 
 def run_labels(verdict: Verdict) -> tuple[str | None, ...]:
@@ -153,7 +150,7 @@ async def _runs(client: LLMClient, settings: JudgeSettings, chat: list[dict[str,
     distribution = {label: valid.count(label) / len(answers) for label in LABELS} if valid else {}
     return _verdict(
         majority_label(answers), answers, distribution, "\n".join(c.text for c in completions),
-        sum((c.usage for c in completions), Usage()),
+        Usage.total(c.usage for c in completions),
         f"majority of {settings.runs} runs at temperature {settings.effective_temperature:g}; "
         f"runs: {' '.join(label or 'invalid' for label in answers)}",
     )

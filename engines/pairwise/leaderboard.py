@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 
 from engines.datasets.webis import WebisCorpus
 from engines.judging.store import JudgmentStore, arena_key
+from engines.judging.verdict import JudgeId
 from engines.metrics.agreement import JudgeComparison, compare_judges
 from engines.pairwise.evaluation import ArgumentId, DimensionResult, evaluate_dimension, expert_judgments, judged_pair
 from engines.pairwise.judge import mode_of_variant
-from engines.pairwise.run import select_items
-from engines.tasks.pairwise import TASK
+from engines.pairwise.run import TASK_NAME, select_items
 from store.db import Database
 
 EXPERTS = "experts (own comparisons)"
@@ -27,6 +27,7 @@ class Board:
     texts: dict[ArgumentId, str] = field(default_factory=dict)
     stored_judges: int = 0  # pairwise judges in the store, in any scope
     arena_items: dict[str, int] = field(default_factory=dict)  # judge name -> pairs judged only in the Arena
+    judge_ids: dict[str, JudgeId] = field(default_factory=dict)  # judge name -> who it is, for showing it
 
     @property
     def judges(self) -> list[str]:
@@ -40,13 +41,14 @@ def build_board(db: Database, corpus: WebisCorpus, dimension: str, topic: int | 
     by_key = {pair.key: pair for pair in pairs}
     board = Board()
     board.results[EXPERTS] = evaluate_dimension(corpus, dimension, expert_judgments(pairs))
-    store = JudgmentStore(db, TASK.name)
+    store = JudgmentStore(db, TASK_NAME)
     stored = store.judges()
     board.stored_judges = len(stored)
     labels = {}
     for judge in stored:
-        verdicts = store.load(judge.judge, by_key)
-        in_arena = store.load(judge.judge, [arena_key(key) for key in by_key])
+        board.judge_ids[judge.name] = judge.judge
+        verdicts = store.latest(judge.judge, by_key)
+        in_arena = store.latest(judge.judge, [arena_key(key) for key in by_key])
         arena_only = {  # a pair judged in a batch run counts once, with the batch verdict
             key: verdict for key in by_key
             if key not in verdicts and (verdict := in_arena.get(arena_key(key))) is not None

@@ -16,6 +16,7 @@ from engines.pairwise.fewshot import FewShotRule, few_shot_examples
 from engines.pairwise.judge import JudgeSettings, judge_pair
 from engines.pairwise.prompts import FewShotExamples
 
+TASK_NAME = "pairwise"  # the task judging these comparisons, as the judgment store names it
 DEFAULT_SAMPLE_SEED = 0
 
 

@@ -34,6 +34,7 @@ from engines.retrieval.types import (
     RetrievalError,
     SearchField,
 )
+from engines.timing import Stopwatch
 
 SCHEMA_VERSION = 1
 MANIFEST = "argtui-index.json"
@@ -126,7 +127,7 @@ class EmbeddedIndex:
 
         An index of an older format is replaced (imports then need importing again).
         """
-        started = time.perf_counter()
+        stopwatch = Stopwatch()
         manifest = self.manifest()
         if manifest is None:
             self._refuse_if_being_written()
@@ -134,7 +135,7 @@ class EmbeddedIndex:
             manifest = {"schema_version": SCHEMA_VERSION, "imports": {}}
         arguments = bundled_arguments()
         self._write(arguments, len(arguments), on_progress, replace_sources=BUNDLED_SOURCES, upsert=False)
-        seconds = time.perf_counter() - started
+        seconds = stopwatch.seconds
         manifest["bundled"] = {"built_at": _now(), "seconds": round(seconds, 3), "arguments": len(arguments)}
         self._save_manifest(manifest)
         return seconds
@@ -143,11 +144,11 @@ class EmbeddedIndex:
         self, arguments: Iterable[Argument], total: int, on_progress: ProgressCallback = lambda progress: None
     ) -> float:
         """A new index holding exactly these arguments (a custom corpus); returns the seconds taken."""
-        started = time.perf_counter()
+        stopwatch = Stopwatch()
         self._remove()
         self._write(arguments, total, on_progress, replace_sources=(), upsert=False)
         self._save_manifest({"schema_version": SCHEMA_VERSION, "imports": {}})
-        return time.perf_counter() - started
+        return stopwatch.seconds
 
     def import_arguments(
         self,

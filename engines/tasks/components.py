@@ -20,7 +20,9 @@ import random
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Annotated, Callable, Literal, Sequence
+
+from pydantic import AfterValidator, model_validator
 
 from engines.components import (
     LABELS,
@@ -46,7 +48,8 @@ from engines.components.records import (
 from engines.datasets.ukp_essays import DATA_ENV, SPLITS, Essay, load_ukp_essays
 from engines.errors import ArgtuiError
 from engines.judging.evaluate import TaskRun, judge_id
-from engines.judging.task import Option, ReportTable, TaskContext, TaskItem, TaskReport
+from engines.judging.options import OptionInfo, PositiveCount, TaskOptions
+from engines.judging.task import ReportTable, TaskBase, TaskContext, TaskItem, TaskReport, VariantName
 from engines.judging.verdict import JudgeId, Verdict
 from engines.llm.client import LLMClient
 from engines.metrics.classification import INVALID, ClassificationReport
@@ -59,7 +62,7 @@ DEFAULT_VOTES = ClassifierSettings.manager_votes
 DEFAULT_TURN_TOKENS = ClassifierSettings.debater_max_tokens
 DEFAULT_JUDGE_TOKENS = ClassifierSettings.judge_max_tokens
 DEFAULT_REASONING_TOKENS = ClassifierSettings.reasoning_max_tokens
-# The counts a judge's name leaves out at their default (check_options drops them).
+# The counts a judge's name leaves out at their default (the options model drops them).
 COUNT_DEFAULTS = {
     "votes": DEFAULT_VOTES, "turn_tokens": DEFAULT_TURN_TOKENS, "judge_tokens": DEFAULT_JUDGE_TOKENS,
     "reasoning_tokens": DEFAULT_REASONING_TOKENS,
@@ -83,7 +86,52 @@ EXAMPLE_TEXTS = (
 )
 
 
-def settings_of(options: Any) -> ClassifierSettings:
+def _probability(value: float | None) -> float | None:
+    if value is not None and not 0 <= value <= 1:
+        raise ValueError("must be a probability between 0 and 1")
+    return value
+
+
+class ComponentOptions(TaskOptions):
+    data: Annotated[Path | None, OptionInfo(
+        f"the UKP essays release folder (or its brat-project-final folder); "
+        f"default ${DATA_ENV}, else {DATASET} in the config file's [datasets]", metavar="PATH")] = None
+    split: Annotated[Literal[SPLITS], OptionInfo("essays to use (all: every essay pair)")] = "test"
+    skip_threshold: Annotated[float | None, AfterValidator(_probability), OptionInfo(
+        "mad: skip the debate when the manager's top probability exceeds P", label="skip above P", metavar="P",
+        role="judge")] = None
+    votes: Annotated[PositiveCount | None, OptionInfo(
+        f"mad: manager votes (1: logprob distribution; default {DEFAULT_VOTES})", label="manager votes",
+        metavar="N", role="judge")] = None
+    manager: Annotated[str | None, OptionInfo(
+        "mad: backend profile of the Manager (default: the --judge profile)", label="manager profile",
+        metavar="PROFILE", role="judge")] = None
+    debaters: Annotated[str | None, OptionInfo(
+        "mad: backend profile of the Proponent and the Opponent (default: the --judge profile)",
+        label="debaters profile", metavar="PROFILE", role="judge")] = None
+    turn_tokens: Annotated[PositiveCount | None, OptionInfo(
+        f"mad: token limit of each debater's turn (default {DEFAULT_TURN_TOKENS})", label="turn tokens",
+        metavar="N", role="judge")] = None
+    judge_tokens: Annotated[PositiveCount | None, OptionInfo(
+        f"mad and smart: token limit of the Judge's reason (default {DEFAULT_JUDGE_TOKENS})",
+        label="judge tokens", metavar="N", role="judge")] = None
+    reasoning_tokens: Annotated[PositiveCount | None, OptionInfo(
+        f"cot: token limit of the chain of thought (default {DEFAULT_REASONING_TOKENS})",
+        label="reasoning tokens", metavar="N", role="judge")] = None
+
+    @model_validator(mode="after")
+    def _defaults_unset(self) -> ComponentOptions:
+        """A setting equal to its default is unset, so that it names the same judge as leaving it out."""
+        for name, default in COUNT_DEFAULTS.items():
+            if getattr(self, name) == default:
+                setattr(self, name, None)
+        for role in ROLE_OPTIONS:
+            if getattr(self, role) == self.judge:  # the judge's own profile: the default
+                setattr(self, role, None)
+        return self
+
+
+def settings_of(options: ComponentOptions) -> ClassifierSettings:
     """The classifier's settings from the task's options (None: the default)."""
     return ClassifierSettings(
         debater_max_tokens=options.turn_tokens or DEFAULT_TURN_TOKENS,
@@ -94,7 +142,7 @@ def settings_of(options: Any) -> ClassifierSettings:
     )
 
 
-async def role_clients(ctx: TaskContext, options: Any) -> dict[str, LLMClient | None]:
+async def role_clients(ctx: TaskContext, options: ComponentOptions) -> dict[str, LLMClient | None]:
     """The clients of the roles given a profile of their own (None: the judge's)."""
     return {role: await ctx.client(name) if (name := getattr(options, role)) else None for role in ROLE_OPTIONS}
 
@@ -136,8 +184,9 @@ class ComponentReport(TaskReport):
     scores: ClassificationReport | None = None
 
 
-class ComponentsTask:
+class ComponentsTask(TaskBase):
     name = JUDGMENT_TASK
+    prompt_modules = ("engines.components.prompts",)
     title = "Argument components (MajorClaim / Claim / Premise)"
     description = (
         "Classify every gold argument component of the UKP Argument Annotated Essays "
@@ -150,63 +199,22 @@ class ComponentsTask:
     output_help = "also write metrics and every prediction with its transcript (JSON)"
     labels: tuple[str, ...] = LABELS
     variant_flag = "method"
-    options = (
-        Option(
-            "data", f"the UKP essays release folder (or its brat-project-final folder); "
-            f"default ${DATA_ENV}, else {DATASET} in the config file's [datasets]", type=Path, metavar="PATH",
-        ),
-        Option("split", "essays to use (all: every essay pair)", choices=SPLITS, default="test"),
-        Option(
-            "skip_threshold", "mad: skip the debate when the manager's top probability exceeds P",
-            type=float, metavar="P", judge_option=True,
-        ),
-        Option(
-            "votes", f"mad: manager votes (1: logprob distribution; default {DEFAULT_VOTES})",
-            type=int, metavar="N", judge_option=True,
-        ),
-        Option(
-            "manager", "mad: backend profile of the Manager (default: the --judge profile)",
-            metavar="PROFILE", judge_option=True,
-        ),
-        Option(
-            "debaters", "mad: backend profile of the Proponent and the Opponent (default: the --judge profile)",
-            metavar="PROFILE", judge_option=True,
-        ),
-        Option(
-            "turn_tokens", f"mad: token limit of each debater's turn (default {DEFAULT_TURN_TOKENS})",
-            type=int, metavar="N", judge_option=True,
-        ),
-        Option(
-            "judge_tokens",
-            f"mad and smart: token limit of the Judge's reason (default {DEFAULT_JUDGE_TOKENS})",
-            type=int, metavar="N", judge_option=True,
-        ),
-        Option(
-            "reasoning_tokens", f"cot: token limit of the chain of thought (default {DEFAULT_REASONING_TOKENS})",
-            type=int, metavar="N", judge_option=True,
-        ),
-    )
+    variant_section = "Component methods"
+    variant_names = {
+        "vanilla": VariantName("Direct", "Direct", "one constrained call picks the label"),
+        "cot": VariantName("Chain of thought", "Reasoning", "the model reasons step by step, then picks the label"),
+        "smart": VariantName("Judge's rules", "Rules", "the judge's definitions and criterion without a debate"),
+        "mad": VariantName("Multi-agent debate", "Debate", "a manager proposes two labels, a proponent and an "
+                           "opponent debate them for two rounds, a judge decides (MAD-ACC)"),
+    }
+    Options = ComponentOptions
 
     def variants(self) -> tuple[str, ...]:
         return ("mad", *(method for method in METHODS if method != "mad"))
 
-    def filters(self, ctx: TaskContext) -> dict[str, tuple[str, ...]]:
-        return {}
-
-    def check_options(self, options: Any) -> None:
-        """Checks the settings, and drops those equal to the default so that they name the same judge."""
-        if options.skip_threshold is not None and not 0 <= options.skip_threshold <= 1:
-            raise ArgtuiError("--skip-threshold must be a probability between 0 and 1")
-        for name, default in COUNT_DEFAULTS.items():
-            value = getattr(options, name)
-            if value is not None and value < 1:
-                raise ArgtuiError(f"--{name.replace('_', '-')} must be at least 1")
-            if value == default:
-                setattr(options, name, None)
-        for role in ROLE_OPTIONS:
-            if getattr(options, role) == options.judge:  # the judge's own profile: the default
-                setattr(options, role, None)
-        methods = getattr(options, "variant", None)  # `argtui eval`: the methods to run
+    def check_options(self, options: ComponentOptions) -> None:
+        """A role's profile with no mad among the methods run is a mistake, not a no-op."""
+        methods = options.variant  # `argtui eval`: the methods to run
         roles = [role for role in ROLE_OPTIONS if getattr(options, role)]
         if roles and methods and "mad" not in {method.lower() for method in methods}:
             raise ArgtuiError(
@@ -214,7 +222,7 @@ class ComponentsTask:
                 "add --method mad, or leave it out"
             )
 
-    def items(self, ctx: TaskContext, options: Any) -> list[TaskItem]:
+    def items(self, ctx: TaskContext, options: ComponentOptions) -> list[TaskItem]:
         for role in ROLE_OPTIONS:  # an unknown profile is named before a backend starts
             if getattr(options, role):
                 ctx.profile(getattr(options, role))
@@ -231,20 +239,21 @@ class ComponentsTask:
         text = EXAMPLE_TEXTS[number]
         spans = tuple(segment(text))
         target = rng.randrange(len(spans))
+        body, highlight = excerpt(text, spans[target])
         return TaskItem(
             key=f"example{number + 1}/S{target + 1}",
             title=f"example {number + 1} · component {target + 1} of {len(spans)} (no gold label)",
-            body=excerpt(text, spans[target]),
+            body=body,
+            highlight=highlight,
             payload=ComponentItem(text, spans, target),
         )
 
-    def judge_variant(self, variant: str, options: Any) -> str:
+    def judge_variant(self, variant: str, options: ComponentOptions) -> str:
         return judge_variant(variant, options.seed)
 
-    def concurrency(self, variant: str, client: LLMClient, options: Any) -> int:
-        return client.profile.max_concurrency
-
-    async def judge(self, ctx: TaskContext, item: TaskItem, variant: str, client: LLMClient, options: Any) -> Verdict:
+    async def judge(
+        self, ctx: TaskContext, item: TaskItem, variant: str, client: LLMClient, options: ComponentOptions
+    ) -> Verdict:
         payload: ComponentItem = item.payload
         result = await classify_component(
             client, payload.text, payload.spans, payload.target, variant,
@@ -253,8 +262,8 @@ class ComponentsTask:
         return verdict_of(result)
 
     def report(
-        self, ctx: TaskContext, judge: JudgeId, items: Sequence[TaskItem], verdicts: dict[str, Verdict], options: Any,
-        run_id: int,
+        self, ctx: TaskContext, judge: JudgeId, items: Sequence[TaskItem], verdicts: dict[str, Verdict],
+        options: ComponentOptions, run_id: int,
     ) -> ComponentReport:
         method = method_of(judge.variant)
         results = {item.key: result_of(verdicts[item.key], method) for item in items if item.key in verdicts}
@@ -338,7 +347,7 @@ async def label_text(
     client: LLMClient,
     text: str,
     method: str,
-    options: Any,
+    options: ComponentOptions,
     spans: Sequence[Span] | None = None,
     on_component: Callable[[int, ComponentResult], None] | None = None,
     *,

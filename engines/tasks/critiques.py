@@ -9,21 +9,32 @@ no single reference label, since the seed's losses compare a judge with a rater
 from __future__ import annotations
 
 import random
-from typing import Any, Sequence
+from typing import Annotated, Sequence
 
 from engines.critiques.baseline import RANDOM_JUDGE
 from engines.critiques.judges import DEFAULT_MAX_TOKENS, JUDGE_SAMPLING, PROMPTS, TASK_NAME, judge_critique
 from engines.critiques.report import DEMO_JUDGE_NOTE, build_report, check_rater, task_report
 from engines.errors import ArgtuiError
-from engines.judging.task import Option, TaskContext, TaskItem, TaskReport
+from engines.judging.options import OptionInfo, PositiveCount, TaskOptions
+from engines.judging.task import TaskBase, TaskContext, TaskItem, TaskReport, VariantName
 from engines.judging.verdict import JudgeId, Verdict
 from engines.llm.client import LLMClient
 from engines.llm.profile import EMBEDDED_PROFILE, Sampling
 from store.critiques import CritiqueRepository
 
 
-class CritiqueTask:
+class CritiqueOptions(TaskOptions):
+    reference: Annotated[str | None, OptionInfo(
+        "afterwards, print the losses against this rater", metavar="RATER", role="report")] = None
+    max_tokens: Annotated[PositiveCount, OptionInfo(
+        f"longest answer, reasoning included, in tokens (default {DEFAULT_MAX_TOKENS}); "
+        "a reply cut off there is stored as invalid", label="answer tokens", metavar="N", role="judge",
+    )] = DEFAULT_MAX_TOKENS
+
+
+class CritiqueTask(TaskBase):
     name = TASK_NAME
+    prompt_modules = ("engines.critiques.judges", "engines.critiques.rubric")
     title = "Critique rating: how good is a critique of a position (seed 002)"
     description = (
         "Rates every stored critique with an LLM judge (simple prompt: think step by step, JSON with overall; "
@@ -31,20 +42,16 @@ class CritiqueTask:
         "resume. --reference prints the seed-002 losses against that rater at the end."
     )
     limit_help = "only the first N critiques (in import order)"
-    labels: tuple[str, ...] = ()
     variant_flag = "prompt"
-    options = (
-        Option("reference", "afterwards, print the losses against this rater", metavar="RATER", report_option=True),
-        Option("max_tokens", f"longest answer, reasoning included, in tokens (default {DEFAULT_MAX_TOKENS}); "
-               "a reply cut off there is stored as invalid", type=int, default=DEFAULT_MAX_TOKENS, metavar="N",
-               judge_option=True),
-    )
+    variant_section = "Critique prompts (judge names)"
+    variant_names = {
+        "simple": VariantName("Simple prompt", "Simple", "the judge rates the critique overall only"),
+        "rubric": VariantName("Full rubric", "Rubric", "the judge rates all seven dimensions from their definitions"),
+    }
+    Options = CritiqueOptions
 
     def variants(self) -> tuple[str, ...]:
         return PROMPTS
-
-    def filters(self, ctx: TaskContext) -> dict[str, tuple[str, ...]]:
-        return {}
 
     def _all_items(self, ctx: TaskContext) -> list[TaskItem]:
         items = [
@@ -61,11 +68,7 @@ class CritiqueTask:
             raise ArgtuiError("no critiques stored yet: run `argtui import critiques FILE` (or --demo) first")
         return items
 
-    def check_options(self, options: Any) -> None:
-        if options.max_tokens < 1:
-            raise ArgtuiError("--max-tokens must be at least 1")
-
-    def items(self, ctx: TaskContext, options: Any) -> list[TaskItem]:
+    def items(self, ctx: TaskContext, options: CritiqueOptions) -> list[TaskItem]:
         items = self._all_items(ctx)
         if options.reference:
             check_rater(ctx.db, options.reference)
@@ -74,20 +77,16 @@ class CritiqueTask:
     def draw(self, ctx: TaskContext, rng: random.Random, **filters: str) -> TaskItem:
         return rng.choice(self._all_items(ctx))
 
-    def judge_variant(self, variant: str, options: Any) -> str:
-        return variant
-
-    def concurrency(self, variant: str, client: LLMClient, options: Any) -> int:
-        return client.profile.max_concurrency
-
-    async def judge(self, ctx: TaskContext, item: TaskItem, variant: str, client: LLMClient, options: Any) -> Verdict:
+    async def judge(
+        self, ctx: TaskContext, item: TaskItem, variant: str, client: LLMClient, options: CritiqueOptions
+    ) -> Verdict:
         position, critique = item.payload
         sampling = JUDGE_SAMPLING.merged(Sampling(max_tokens=options.max_tokens))
         return await judge_critique(client, variant, position, critique, sampling)
 
     def report(
-        self, ctx: TaskContext, judge: JudgeId, items: Sequence[TaskItem], verdicts: dict[str, Verdict], options: Any,
-        run_id: int,
+        self, ctx: TaskContext, judge: JudgeId, items: Sequence[TaskItem], verdicts: dict[str, Verdict],
+        options: CritiqueOptions, run_id: int,
     ) -> TaskReport:
         invalid = sum(1 for item in items if not verdicts[item.key].valid)
         title = (

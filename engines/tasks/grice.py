@@ -18,13 +18,12 @@ are not public).
 
 from __future__ import annotations
 
-import argparse
 import math
 import random
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Annotated, Any, Literal, Sequence
 
 from engines.datasets.rad import TurnLabels, align_labels, read_rad_debates, read_rad_labels
 from engines.errors import ArgtuiError
@@ -56,7 +55,16 @@ from engines.grice.evaluation import (
     write_official_run,
 )
 from engines.judging.evaluate import TaskRun
-from engines.judging.task import Option, ReportTable, TaskContext, TaskItem, TaskReport, canonical_variant
+from engines.judging.options import OptionInfo, PositiveCount, TaskOptions
+from engines.judging.task import (
+    ReportTable,
+    TaskBase,
+    TaskContext,
+    TaskItem,
+    TaskReport,
+    VariantName,
+    canonical_variant,
+)
 from engines.judging.verdict import JudgeId, Verdict
 from engines.llm.client import LLMClient
 from engines.llm.types import Usage
@@ -72,11 +80,25 @@ SHOWN_HISTORY = 4  # messages before the user's last one shown in an item's body
 ALWAYS_YES, RANDOM = "always yes", "random"  # the reference judges of a scored report
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
+class GriceOptions(TaskOptions):
+    debates: Annotated[Path | None, OptionInfo(
+        "debates (*.jsonl[.gz] with simulated_debate) or a GenIRSim run file", metavar="FILE", required=True,
+    )] = None
+    labels: Annotated[Path | None, OptionInfo(
+        "labels in the official *-labels.jsonl shape, one line per debate", metavar="FILE")] = None
+    pool_debates: Annotated[Path | None, OptionInfo(
+        "labelled example pool for FSL/Analyzer: a debates file (with --pool-labels)", label="example pool debates",
+        metavar="FILE", role="named")] = None
+    pool_labels: Annotated[Path | None, OptionInfo(
+        "labels of --pool-debates", label="example pool labels", metavar="FILE", role="named")] = None
+    votes: Annotated[PositiveCount, OptionInfo(
+        "sampled votes per answer (default 1: P(yes) from logprobs)", metavar="N", role="judge")] = 1
+    no_rationale: Annotated[bool, OptionInfo(
+        "skip the rationale call (one call per metric instead of two)", role="judge")] = False
+    layout: Annotated[Literal[LAYOUTS], OptionInfo(
+        "prompt order: seed (the paper's templates as printed) or shared (the same sentences "
+        "after the debate block, so the four metrics share a cached prefix)", label="prompt layout", role="judge",
+    )] = DEFAULT_LAYOUT
 
 
 @dataclass(frozen=True)
@@ -125,7 +147,7 @@ def metric_judgments(verdict: Verdict) -> dict[str, MetricJudgment]:
     return {metric: MetricJudgment.from_data(data) for metric, data in (verdict.data or {})["metrics"].items()}
 
 
-def example_pool(options: Any) -> ExamplePool:
+def example_pool(options: GriceOptions) -> ExamplePool:
     """The FSL and Analyzer examples the options name, drawn with --seed: from the built-in pool
     unless a RAD pool is given."""
     if (options.pool_debates is None) != (options.pool_labels is None):
@@ -228,8 +250,9 @@ def _output_path(path: Path, strategy: str, several: bool) -> Path:
     return path.parent / strategy / path.name if several else path
 
 
-class GriceTask:
+class GriceTask(TaskBase):
     name = "grice"
+    prompt_modules = ("engines.grice.prompts", "engines.grice.questions")
     title = "Grice maxims of a bot reply (Touché RAD sub-task 2)"
     description = (
         "Judge each bot reply of Touché RAD debates on the four Grice questions; writes the "
@@ -237,23 +260,25 @@ class GriceTask:
     )
     labels = LABELS
     variant_flag = "strategy"
+    variant_section = "Grice strategies (judge names)"
+    variant_names = {
+        "ZSL": VariantName("Zero-shot", "Zero-shot", "the judge answers each maxim's question with no example"),
+        "FSL1": VariantName("Few-shot (yes first)", "Few, yes 1", "one example answered yes, then one answered "
+                            "no, before the question"),
+        "FSL2": VariantName("Few-shot (no first)", "Few, no 1", "one example answered no, then one answered yes, "
+                            "before the question"),
+        "Analyzer1": VariantName("Analyzer (1 example)", "Analyzer 1", "the judge first derives reasons for yes "
+                                 "and for no from 1 example of each, then answers"),
+        "Analyzer3": VariantName("Analyzer (3 examples)", "Analyzer 3",
+                                 "as Analyzer (1 example), from 3 examples of each answer"),
+        "Analyzer5": VariantName("Analyzer (5 examples)", "Analyzer 5",
+                                 "as Analyzer (1 example), from 5 examples of each answer"),
+        "BEST": VariantName("Best per maxim", "Best mix", "the best method of each maxim: Zero-shot for relation, "
+                            "Analyzer (5 examples) for quality, Analyzer (1 example) for manner and quantity"),
+    }
     limit_help = "only the first N debates"
     output_help = "run file to write (default: in the data directory; one folder per strategy when several)"
-    options = (
-        Option("debates", "debates (*.jsonl[.gz] with simulated_debate) or a GenIRSim run file",
-               type=Path, required=True, metavar="FILE"),
-        Option("labels", "labels in the official *-labels.jsonl shape, one line per debate", type=Path, metavar="FILE"),
-        Option("pool_debates", "labelled example pool for FSL/Analyzer: a debates file (with --pool-labels)",
-               type=Path, metavar="FILE"),
-        Option("pool_labels", "labels of --pool-debates", type=Path, metavar="FILE"),
-        Option("votes", "sampled votes per answer (default 1: P(yes) from logprobs)",
-               type=_positive_int, default=1, metavar="N", judge_option=True),
-        Option("no_rationale", "skip the rationale call (one call per metric instead of two)",
-               kind="flag", judge_option=True),
-        Option("layout", "prompt order: seed (the paper's templates as printed) or shared (the same sentences "
-               "after the debate block, so the four metrics share a cached prefix)",
-               choices=LAYOUTS, default=DEFAULT_LAYOUT, judge_option=True),
-    )
+    Options = GriceOptions
 
     def __init__(self) -> None:
         self._reasons: tuple[Database, ReasonCache] | None = None
@@ -267,13 +292,13 @@ class GriceTask:
             found["turns"] = (DEMO_TURNS, RAD_TURNS)
         return found
 
-    def check_options(self, options: Any) -> None:
+    def check_options(self, options: GriceOptions) -> None:
         """Fails before any backend starts when the pool cannot serve a chosen strategy."""
         pool = example_pool(options)
         for variant in options.variant or [self.variants()[0]]:
             check_pool(canonical_variant(self, variant), pool)
 
-    def items(self, ctx: TaskContext, options: Any) -> list[TaskItem]:
+    def items(self, ctx: TaskContext, options: GriceOptions) -> list[TaskItem]:
         """Every user turn of the debates but those drawn as examples."""
         debates = read_rad_debates(options.debates, options.limit)
         gold = align_labels(debates, read_rad_labels(options.labels), options.labels) if options.labels else {}
@@ -318,11 +343,11 @@ class GriceTask:
             payload=GriceItem(turn.context, (metric,), turn.labels),
         )
 
-    def judge_variant(self, variant: str, options: Any) -> str:
+    def judge_variant(self, variant: str, options: GriceOptions) -> str:
         pool = example_pool(options)
         return grice_variant(variant, pool.name, pool.digest)
 
-    def concurrency(self, variant: str, client: LLMClient, options: Any) -> int:
+    def concurrency(self, variant: str, client: LLMClient, options: GriceOptions) -> int:
         # Each turn runs its metrics at once; enough turns to fill the backend's slots.
         return max(1, math.ceil(client.profile.max_concurrency / len(METRICS)))
 
@@ -332,7 +357,9 @@ class GriceTask:
             self._reasons = (db, ReasonCache(GriceRepository(db)))
         return self._reasons[1]
 
-    async def judge(self, ctx: TaskContext, item: TaskItem, variant: str, client: LLMClient, options: Any) -> Verdict:
+    async def judge(
+        self, ctx: TaskContext, item: TaskItem, variant: str, client: LLMClient, options: GriceOptions
+    ) -> Verdict:
         grice: GriceItem = item.payload
         judgment = await judge_turn(
             client, grice.context, variant, example_pool(options),
@@ -342,8 +369,8 @@ class GriceTask:
         return turn_verdict(judgment)
 
     def report(
-        self, ctx: TaskContext, judge: JudgeId, items: Sequence[TaskItem], verdicts: dict[str, Verdict], options: Any,
-        run_id: int,
+        self, ctx: TaskContext, judge: JudgeId, items: Sequence[TaskItem], verdicts: dict[str, Verdict],
+        options: GriceOptions, run_id: int,
     ) -> GriceTaskReport:
         pool = example_pool(options)
         turns = [(item.payload, metric_judgments(verdicts[item.key])) for item in items]
@@ -358,7 +385,7 @@ class GriceTask:
 
         count = len(turns)
         excluded = _example_turns(options.debates, options.limit, pool.contexts)
-        usage = sum((verdicts[item.key].usage for item in items), Usage())
+        usage = Usage.total(verdicts[item.key].usage for item in items)
         per_turn = {
             "calls": usage.calls / count,
             "prompt_tokens": usage.prompt_tokens / count,
@@ -408,10 +435,10 @@ class GriceTask:
             f"Grice maxims · {strategy}", tables, tuple(notes), data, strategy=strategy, official=lines,
         )
 
-    def _run_file(self, ctx: TaskContext, run_id: int, strategy: str, lines: tuple, options: Any) -> Path:
+    def _run_file(self, ctx: TaskContext, run_id: int, strategy: str, lines: tuple, options: GriceOptions) -> Path:
         """Where the run file goes: --output (written by `write_output`), else a file of the run
         in the data directory, written here."""
-        if getattr(options, "output", None) is not None:
+        if options.output is not None:
             return _output_path(options.output, strategy, len(options.variant or ()) > 1)
         path = ctx.data_dir / "runs" / f"{RUN_KIND}-{run_id}" / "run.jsonl"
         write_official_run(path, lines)

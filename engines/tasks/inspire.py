@@ -12,20 +12,20 @@ pipeline (one request with n = K), each scored the same way: what
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import math
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Sequence
+from typing import Annotated, Any, Literal, Sequence
 
 import numpy as np
 from pydantic import BaseModel
 
 from engines.datasets import DataFormatError, json_lines
 from engines.datasets.rad import read_rad_debates
-from engines.debate.pipeline import DebatePipeline, DebateSetup, DialogueTurn
+from engines.debate.opponent import DebateSetup, DialogueTurn
+from engines.debate.pipeline import DebatePipeline
 from engines.debate.records import DebateRecords, StoredTurn, TurnSteps
 from engines.errors import ArgtuiError
 from engines.inspire.score import (
@@ -39,7 +39,8 @@ from engines.inspire.score import (
 )
 from engines.judging.evaluate import TaskRun, judge_id
 from engines.judging.store import JudgmentStore
-from engines.judging.task import Option, ReportTable, TaskContext, TaskItem, TaskReport
+from engines.judging.options import OptionInfo, PositiveCount, TaskOptions
+from engines.judging.task import ReportTable, TaskBase, TaskContext, TaskItem, TaskReport, VariantName
 from engines.judging.verdict import JudgeId, Verdict
 from engines.llm.client import LLMClient
 from engines.llm.types import Usage
@@ -56,11 +57,13 @@ DEMO_TURNS = (
 )
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
+class InspireOptions(TaskOptions):
+    debates: Annotated[Path | None, OptionInfo(
+        "debates file: RAD debates, a GenIRSim run or `argtui export debate --format jsonl`", metavar="FILE")] = None
+    debate: Annotated[int | None, OptionInfo("a stored debate (argtui debate --list shows them)", metavar="ID")] = None
+    candidates: Annotated[PositiveCount | None, OptionInfo(
+        "also sample K alternative replies per bot turn (needs its stored step outputs) and score each",
+        label="candidate replies", metavar="K", role="judge")] = None
 
 
 class Candidate(BaseModel):
@@ -240,7 +243,7 @@ def problem_counts(judgments: Sequence[TurnJudgment]) -> dict[str, int]:
 
 def per_turn_cost(judgments: Sequence[TurnJudgment]) -> dict[str, float]:
     """Calls, prompt tokens and seconds of one turn's InspireScore, on average (candidates left out)."""
-    usage = sum((j.score.usage for j in judgments), Usage())
+    usage = Usage.total(j.score.usage for j in judgments)
     count = max(1, len(judgments))
     return {
         "calls": usage.calls / count, "prompt_tokens": usage.prompt_tokens / count,
@@ -249,8 +252,9 @@ def per_turn_cost(judgments: Sequence[TurnJudgment]) -> dict[str, float]:
     }
 
 
-class InspireTask:
+class InspireTask(TaskBase):
     name = TASK_NAME
+    prompt_modules = ("engines.inspire.prompts", "engines.inspire.logic_prompts")
     title = "InspireScore of debate turns: four subjective dimensions, logical validity, facts (seed 003)"
     description = (
         "Scores every turn of debates (a RAD debates file, a GenIRSim run, argtui's own debate export, or a "
@@ -258,28 +262,21 @@ class InspireTask:
         "checks the model's translation) and factual truthfulness (claims checked against the argument base); "
         "--candidates K also scores K alternative bot replies per bot turn for `argtui export preferences`."
     )
-    labels: tuple[str, ...] = ()
-    variant_flag = "variant"
+    variant_section = "InspireScore (judge names)"
+    variant_names = {
+        "inspire": VariantName("InspireScore", "Inspire", "six dimensions of a debate turn, logic and facts checked"),
+    }
     limit_help = "only the first N debates of --debates"
-    options = (
-        Option("debates", "debates file: RAD debates, a GenIRSim run or `argtui export debate --format jsonl`",
-               type=Path, metavar="FILE"),
-        Option("debate", "a stored debate (argtui debate --list shows them)", type=int, metavar="ID"),
-        Option("candidates", "also sample K alternative replies per bot turn (needs its stored step outputs) "
-               "and score each", type=_positive_int, metavar="K", judge_option=True),
-    )
+    Options = InspireOptions
 
     def variants(self) -> tuple[str, ...]:
         return (VARIANT,)
 
-    def filters(self, ctx: TaskContext) -> dict[str, tuple[str, ...]]:
-        return {}
-
-    def check_options(self, options: Any) -> None:
+    def check_options(self, options: InspireOptions) -> None:
         if (options.debates is None) == (options.debate is None):
             raise ArgtuiError("give exactly one of --debates FILE and --debate ID")
 
-    def items(self, ctx: TaskContext, options: Any) -> list[TaskItem]:
+    def items(self, ctx: TaskContext, options: InspireOptions) -> list[TaskItem]:
         self.check_options(options)
         found = (
             file_items(options.debates.expanduser(), options.limit) if options.debates is not None
@@ -291,24 +288,22 @@ class InspireTask:
         topic, text = rng.choice(DEMO_TURNS)
         return _task_item(InspireItem("demo", 0, "user", topic, text, ()))
 
-    def judge_variant(self, variant: str, options: Any) -> str:
-        return variant
-
-    def concurrency(self, variant: str, client: LLMClient, options: Any) -> int:
+    def concurrency(self, variant: str, client: LLMClient, options: InspireOptions) -> int:
         # A turn runs three calls at once, then one per claim.
         return max(1, math.ceil(client.profile.max_concurrency / 3))
 
-    async def judge(self, ctx: TaskContext, item: TaskItem, variant: str, client: LLMClient, options: Any) -> Verdict:
+    async def judge(
+        self, ctx: TaskContext, item: TaskItem, variant: str, client: LLMClient, options: InspireOptions
+    ) -> Verdict:
         turn: InspireItem = item.payload
         retriever = await ctx.retriever()
         score = await score_text(client, retriever, turn.topic, turn.text, turn.dialogue)
-        candidates = await self._candidates(client, retriever, turn, getattr(options, "candidates", None),
-                                            getattr(options, "seed", 0))
+        candidates = await self._candidates(client, retriever, turn, options.candidates, options.seed)
         judgment = TurnJudgment(
             debate=turn.debate, position=turn.position, role=turn.role, topic=turn.topic, user_side=turn.user_side,
             dialogue=list(turn.dialogue), text=turn.text, score=score, candidates=candidates,
         )
-        usage = score.usage + sum((c.score.usage for c in candidates if c.score is not None), Usage())
+        usage = score.usage + Usage.total(c.score.usage for c in candidates if c.score is not None)
         problems = score.problems
         return Verdict(
             value=score.overall, data=judgment.model_dump(mode="json"), detail=score.summary(),
@@ -324,12 +319,12 @@ class InspireTask:
         found = next((item for turn, item in _stored(ctx, debate_id) if turn.position == position), None)
         if found is None:
             raise ArgtuiError(f"debate {debate_id} has no turn {position} in its dialogue to score")
-        options = argparse.Namespace(candidates=None, seed=0)  # the command's defaults
+        options = InspireOptions()  # the command's defaults
         task_item = _task_item(found)
         verdict = await self.judge(ctx, task_item, VARIANT, client, options)
         judge = await judge_id(self, client, VARIANT, options)
         # A write may wait for the database lock: off the event loop, which a screen shares.
-        await asyncio.to_thread(JudgmentStore(ctx.db, TASK_NAME).save, judge, [(task_item.key, verdict, None)])
+        await asyncio.to_thread(JudgmentStore(ctx.db, TASK_NAME).save, judge, [(task_item, verdict)])
         return turn_judgment(verdict)
 
     async def _candidates(self, client: LLMClient, retriever, turn: InspireItem, k: int | None, seed: int
@@ -353,11 +348,11 @@ class InspireTask:
         ]
 
     def report(
-        self, ctx: TaskContext, judge: JudgeId, items: Sequence[TaskItem], verdicts: dict[str, Verdict], options: Any,
-        run_id: int,
+        self, ctx: TaskContext, judge: JudgeId, items: Sequence[TaskItem], verdicts: dict[str, Verdict],
+        options: InspireOptions, run_id: int,
     ) -> TaskReport:
         judgments = [turn_judgment(verdicts[item.key]) for item in items]
-        return inspire_report(judgments, getattr(options, "seed", 0), f"InspireScore · {judge.name}")
+        return inspire_report(judgments, options.seed, f"InspireScore · {judge.name}")
 
     def summary(self, runs: list[TaskRun]) -> TaskReport:
         """Per judge of the command: mean and 95% interval per dimension, and what did not parse."""
@@ -443,14 +438,14 @@ class PreferencePair(BaseModel):
 def preference_pairs(ctx: TaskContext, judge: str | None = None) -> list[PreferencePair]:
     """Per scored bot turn with candidates: its highest- against its lowest-scoring reply
     (skipped when they score the same). `judge` keeps one judge's verdicts (JudgeId name)."""
-    from engines.debate.pipeline import render_dialogue
+    from engines.debate.opponent import render_dialogue
 
     store = JudgmentStore(ctx.db, TASK_NAME)
     pairs = []
     for stored in store.judges():
         if judge is not None and stored.name != judge:
             continue
-        for verdict in store.load(stored.judge).values():
+        for verdict in store.latest(stored.judge).values():
             turn = turn_judgment(verdict)
             replies = turn.scored_replies()
             if turn.role != "assistant" or len(replies) < 2:

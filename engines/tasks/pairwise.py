@@ -22,13 +22,23 @@ import math
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Annotated, Any, Literal, Sequence
 
-from engines.datasets.webis import DIMENSIONS, WebisArgument, WebisCorpus
+from engines.datasets.webis import DIMENSIONS
 from engines.errors import ArgtuiError
 from engines.judging.evaluate import TaskRun
 from engines.judging.store import JudgmentStore
-from engines.judging.task import Option, ReportTable, TaskContext, TaskItem, TaskReport, canonical_variant
+from engines.judging.options import OptionInfo, PositiveCount, TaskOptions
+from engines.judging.task import (
+    ItemSide,
+    ReportTable,
+    TaskBase,
+    TaskContext,
+    TaskItem,
+    TaskReport,
+    VariantName,
+    canonical_variant,
+)
 from engines.judging.verdict import JudgeId, Verdict
 from engines.metrics.agreement import finite_or_none
 from engines.llm.client import LLMClient
@@ -46,9 +56,9 @@ from engines.pairwise.evaluation import (
 from engines.pairwise.fewshot import FEWSHOT_RULES
 from engines.pairwise.judge import MODES, JudgeSettings
 from engines.pairwise.prompts import DIM_ADVERB, LABELS, STRATEGIES
-from engines.pairwise.run import PairItem, judge_item, load_corpus, select_items
+from engines.pairwise.run import TASK_NAME, PairItem, judge_item, load_corpus, select_items
 
-NAME = "pairwise"
+NAME = TASK_NAME
 EXPERTS = "experts"
 METRIC_HEADERS = {
     "pearson": "r", "spearman": "ρ", "kendall": "τ", "mae": "MAE", "rmse": "RMSE",
@@ -143,7 +153,7 @@ def with_versus(report: PairwiseTaskReport, best: str, best_score: float, rows: 
 
 
 def _cost_note(verdicts: Sequence[Verdict]) -> str:
-    usage = sum((verdict.usage for verdict in verdicts), Usage())
+    usage = Usage.total(verdict.usage for verdict in verdicts)
     n = len(verdicts)
     return (
         f"LLM cost per judgment over the {n} stored verdicts: {usage.calls / n:.2f} answers, "
@@ -166,8 +176,38 @@ def write_reports(path: Path, results: Sequence[tuple[PairwiseTaskReport, dict[s
     write_text_file(path, rows.getvalue(), make_parents=True)
 
 
-class PairwiseTask:
+# mode, runs, temperature and run requests are named by the variant ("few/runs3@t1"), as
+# judges were named before tasks existed; as judge options they would add a digest.
+class PairwiseOptions(TaskOptions):
+    dimension: Annotated[list[Literal[DIMENSIONS]], OptionInfo("quality dimensions (default: all three)")] = list(
+        DIMENSIONS
+    )
+    topics: Annotated[list[int] | None, OptionInfo("topic ids (default: all 20)", metavar="ID")] = None
+    mode: Annotated[Literal[MODES], OptionInfo(
+        "runs: majority of --runs samples; logprob: one call, label distribution; "
+        "swap: both orders, position bias (default: runs)", role="named")] = "runs"
+    runs: Annotated[PositiveCount, OptionInfo("samples per pair in runs mode (default: 3)", role="named")] = 3
+    temperature: Annotated[float | None, OptionInfo(
+        "sampling temperature (default: 1 for runs, 0 for logprob and swap)", role="named")] = None
+    run_requests: Annotated[Literal["one", "separate"], OptionInfo(
+        "runs as one request with n (shared prefill, default) or one request each", label="run requests",
+        role="named")] = "one"
+    data: Annotated[Path | None, OptionInfo(
+        "an original Webis-ArgQuality-20 release folder (default: the bundled copy)", metavar="DIR")] = None
+    fewshot_rule: Annotated[Literal[FEWSHOT_RULES], OptionInfo(
+        "few-shot examples: labelled (default: the A example among the expert-A pairs, "
+        "the B example among the expert-B pairs) or literal (largest score gap over all pairs)",
+        label="few-shot rule", role="judge")] = "labelled"
+    bootstrap: Annotated[int, OptionInfo(
+        "bootstrap resamples for correlation intervals (0: none; default 1000)", metavar="N", role="report")] = 1000
+    versus: Annotated[bool, OptionInfo(
+        "after the last prompt, the seed's Table 3: the best stored judge (highest mean r, ρ, τ "
+        "against the experts) against every other stored judge on these pairs", role="report")] = False
+
+
+class PairwiseTask(TaskBase):
     name = NAME
+    prompt_modules = ("engines.pairwise.prompts",)
     title = "Pairwise argument quality (Webis-ArgQuality-20)"
     description = (
         "Judge expert comparison pairs with an LLM, fit Bradley-Terry scores per topic and report agreement "
@@ -176,31 +216,15 @@ class PairwiseTask:
     )
     labels = LABELS
     variant_flag = "prompt"
+    variant_section = "Pairwise prompts (judge names)"
+    variant_names = {
+        "zero": VariantName("Zero-shot", "Zero-shot", "the judge compares the two arguments with no example"),
+        "few": VariantName("Few-shot", "Few-shot", "judged example pairs come before the pair"),
+        "cot": VariantName("Chain of thought", "Reasoning", "the judge reasons step by step, then picks A, B or Tie"),
+    }
     limit_help = "judge a seeded random sample of N pairs per dimension"
     output_help = "write the result: .json (everything, with per-argument scores) or .csv (Table 1 rows)"
-    # mode, runs, temperature and run requests are named by the variant ("few/runs3@t1"), as
-    # judges were named before tasks existed; marked as judge options they would add a digest.
-    options = (
-        Option("dimension", "quality dimensions (default: all three)", kind="many", choices=DIMENSIONS,
-               default=list(DIMENSIONS)),
-        Option("topics", "topic ids (default: all 20)", type=int, kind="many", metavar="ID"),
-        Option("mode", "runs: majority of --runs samples; logprob: one call, label distribution; "
-               "swap: both orders, position bias (default: runs)", choices=MODES, default="runs"),
-        Option("runs", "samples per pair in runs mode (default: 3)", type=int, default=3),
-        Option("temperature", "sampling temperature (default: 1 for runs, 0 for logprob and swap)", type=float),
-        Option("run_requests", "runs as one request with n (shared prefill, default) or one request each",
-               choices=("one", "separate"), default="one"),
-        Option("data", "an original Webis-ArgQuality-20 release folder (default: the bundled copy)",
-               type=Path, metavar="DIR"),
-        Option("fewshot_rule", "few-shot examples: labelled (default: the A example among the expert-A pairs, "
-               "the B example among the expert-B pairs) or literal (largest score gap over all pairs)",
-               choices=FEWSHOT_RULES, default="labelled", judge_option=True),
-        Option("bootstrap", "bootstrap resamples for correlation intervals (0: none; default 1000)",
-               type=int, default=1000, metavar="N", report_option=True),
-        Option("versus", "after the last prompt, the seed's Table 3: the best stored judge (highest mean r, ρ, τ "
-               "against the experts) against every other stored judge on these pairs", kind="flag",
-               report_option=True),
-    )
+    Options = PairwiseOptions
 
     def variants(self) -> tuple[str, ...]:
         return STRATEGIES
@@ -208,13 +232,11 @@ class PairwiseTask:
     def filters(self, ctx: TaskContext) -> dict[str, tuple[str, ...]]:
         return {"dimension": DIMENSIONS}
 
-    def check_options(self, options: Any) -> None:
+    def check_options(self, options: PairwiseOptions) -> None:
         if options.output and options.output.suffix not in OUTPUT_SUFFIXES:
             raise ArgtuiError(f"--output {options.output}: the file name must end in .json or .csv")
-        if options.runs < 1:
-            raise ArgtuiError("--runs must be at least 1")
 
-    def items(self, ctx: TaskContext, options: Any) -> list[TaskItem]:
+    def items(self, ctx: TaskContext, options: PairwiseOptions) -> list[TaskItem]:
         pairs = select_items(load_corpus(options.data), options.dimension, options.topics, options.limit, options.seed)
         return [
             TaskItem(
@@ -236,33 +258,35 @@ class PairwiseTask:
         comparison = comparisons[index]
         pair = PairItem(dimension, comparison.topic_id, comparison.a, comparison.b, comparison.label)
         a, b = corpus.argument(pair.topic_id, pair.a), corpus.argument(pair.topic_id, pair.b)
+        topic = corpus.topics[pair.topic_id]
         return TaskItem(
             pair.key,
             f"Topic {pair.topic_id} · {dimension} · pair {index + 1} of {len(comparisons)}",
-            _pair_text(corpus, pair, a, b),
-            reference=f"{pair.expert} (published {dimension} scores: A {a.scores[dimension]:+.2f}, "
-            f"B {b.scores[dimension]:+.2f})",
+            f"Topic {topic.id}: {topic.long_query}\nWhich argument is {DIM_ADVERB[dimension]} stronger?",
+            reference=pair.expert,
             payload=pair,
+            sides=(ItemSide(f"Argument A ({a.uid})", a.text), ItemSide(f"Argument B ({b.uid})", b.text)),
+            reference_note=f"published {dimension} scores: A {a.scores[dimension]:+.2f}, B {b.scores[dimension]:+.2f}",
         )
 
-    def settings(self, variant: str, options: Any) -> JudgeSettings:
+    def settings(self, variant: str, options: PairwiseOptions) -> JudgeSettings:
         return JudgeSettings(variant, options.mode, options.runs, options.temperature, options.run_requests)
 
-    def judge_variant(self, variant: str, options: Any) -> str:
+    def judge_variant(self, variant: str, options: PairwiseOptions) -> str:
         return self.settings(variant, options).variant
 
-    def concurrency(self, variant: str, client: LLMClient, options: Any) -> int:
+    def concurrency(self, variant: str, client: LLMClient, options: PairwiseOptions) -> int:
         # A pair in runs mode decodes `runs` sequences: keep the server's slots, not its queue, busy.
         return max(1, client.profile.max_concurrency // self.settings(variant, options).sequences)
 
     async def judge(
-        self, ctx: TaskContext, item: TaskItem, variant: str, client: LLMClient, options: Any
+        self, ctx: TaskContext, item: TaskItem, variant: str, client: LLMClient, options: PairwiseOptions
     ) -> Verdict:
         return await judge_item(client, self.settings(variant, options), item.payload, options.data, options.fewshot_rule)
 
     def report(
-        self, ctx: TaskContext, judge: JudgeId, items: Sequence[TaskItem], verdicts: dict[str, Verdict], options: Any,
-        run_id: int,
+        self, ctx: TaskContext, judge: JudgeId, items: Sequence[TaskItem], verdicts: dict[str, Verdict],
+        options: PairwiseOptions, run_id: int,
     ) -> PairwiseTaskReport:
         judged = [item for item in items if item.key in verdicts]
         evaluation = evaluate(
@@ -276,13 +300,13 @@ class PairwiseTask:
             report = self.versus_report(ctx, items, options, report)
         return report
 
-    def _last_of_command(self, judge: JudgeId, options: Any) -> bool:
+    def _last_of_command(self, judge: JudgeId, options: PairwiseOptions) -> bool:
         """Whether `judge` ran the command's last prompt: Table 3 waits until every prompt is stored."""
-        given = getattr(options, "variant", None) or [self.variants()[0]]
+        given = options.variant or [self.variants()[0]]
         return judge.variant == self.judge_variant(canonical_variant(self, given[-1]), options)
 
     def versus_report(
-        self, ctx: TaskContext, items: Sequence[TaskItem], options: Any, report: PairwiseTaskReport
+        self, ctx: TaskContext, items: Sequence[TaskItem], options: PairwiseOptions, report: PairwiseTaskReport
     ) -> PairwiseTaskReport:
         """`report` with Table 3 over the stored judges' verdicts on `items`."""
         corpus = load_corpus(options.data)
@@ -290,7 +314,7 @@ class PairwiseTask:
         store = JudgmentStore(ctx.db, NAME)
         judged = {}
         for stored in store.judges():
-            verdicts = store.load(stored.judge, by_key)
+            verdicts = store.load(stored.judge, items)
             if verdicts:
                 judged[stored.name] = [judged_pair(by_key[key], verdict) for key, verdict in verdicts.items()]
         if len(judged) < 2:
@@ -302,7 +326,7 @@ class PairwiseTask:
         rows = [versus(judged[best], judged[name], name) for name in sorted(judged) if name != best]
         return with_versus(report, best, quality[best], rows)
 
-    def run_offline(self, options: Any) -> PairwiseTaskReport | None:
+    def run_offline(self, options: PairwiseOptions) -> PairwiseTaskReport | None:
         """`--judge experts`: BT on the experts' own comparisons against the published scores, with
         no backend and nothing stored (--output is written here); None for any other judge."""
         if options.judge != EXPERTS:
@@ -325,15 +349,6 @@ class PairwiseTask:
             })
             for run in runs
         ])
-
-
-def _pair_text(corpus: WebisCorpus, pair: PairItem, a: WebisArgument, b: WebisArgument) -> str:
-    topic = corpus.topics[pair.topic_id]
-    return (
-        f"Topic {topic.id}: {topic.long_query}\n"
-        f"Which argument is {DIM_ADVERB[pair.dimension]} stronger?\n\n"
-        f"Argument A ({a.uid}):\n{a.text}\n\nArgument B ({b.uid}):\n{b.text}"
-    )
 
 
 TASK = PairwiseTask()

@@ -4,34 +4,29 @@ Six dimensions with a bar each, the overall score, the weakest dimension in one 
 and what did not parse or hold (translations, derivations, unsupported claims with their
 evidence ids), so a low score can be read rather than trusted. Every piece of data is
 shown as plain text, never as markup.
+
+The panel scores nothing itself: the debate's exchange does, and the screen tells the panel
+what happened through its typed messages (`Scoring`, `Scored`, `Failed`, `Stopped`).
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from typing import TYPE_CHECKING, Sequence
 
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
-from textual import work
+from textual.message import Message
+from textual.reactive import reactive
 from textual.widgets import Static
-from textual.worker import Worker
 
-from engines.errors import ArgtuiError
-from engines.inspire.score import DIMENSION_TITLES, FACTUAL, InspireScore, inspire_scores_by_debate
-from engines.judging.task import TaskContext
-from engines.llm.client import LLMClient
+from engines.inspire.score import DIMENSION_TITLES, FACTUAL, InspireScore
 from screens.widgets.distribution import share_bar
-from store import StoreError
 
 if TYPE_CHECKING:  # the task loads numpy and the judging runner: imported with the first score
     from engines.tasks.inspire import TurnJudgment
 
-log = logging.getLogger("argtui.coach")
 BAR_WIDTH = 8  # fits the side panel at its narrowest (30 columns at 80×24)
-WAIT_POLL_S = 0.1  # how often a deferred score checks whether the reply and the labels are done
 
 
 def value_text(value: float | None) -> str:
@@ -83,18 +78,42 @@ def score_view(judgment: TurnJudgment, debate_overall: float | None, earlier: Se
 class CoachPanel(Static):
     """The latest scored message of the student, with a status line above it while scoring or after a failure."""
 
+    class Scoring(Message, bubble=False):
+        """A message is being scored."""
+
+    class Scored(Message, bubble=False):
+        def __init__(self, judgment: TurnJudgment, debate_overall: float | None) -> None:
+            super().__init__()
+            self.judgment, self.debate_overall = judgment, debate_overall
+
+    class Failed(Message, bubble=False):
+        def __init__(self, reason: str) -> None:
+            super().__init__()
+            self.reason = reason
+
+    class Stopped(Message, bubble=False):
+        """Every scoring in progress was stopped with its turn."""
+
+    status: reactive[Text | None] = reactive(None, init=False, always_update=True)
+    in_progress: reactive[int] = reactive(0, init=False)  # scores running
+    debate_overall: reactive[float | None] = reactive(None, init=False)
+
     def __init__(self, enabled: bool = True, **kwargs) -> None:
         super().__init__(**kwargs)
         self.judgments: dict[int, TurnJudgment] = {}  # by dialogue position
-        self.debate_overall: float | None = None
         self._idle_status = Text(
             "Coach: your InspireScore shows here after each message." if enabled
             else "Coach: off (coach = false under [debate] in the config file).", style="dim",
         )
-        self.status: Text | None = self._idle_status
-        self.in_progress = 0  # scores running
+        self.set_reactive(CoachPanel.status, self._idle_status)
 
     def on_mount(self) -> None:
+        self._render_panel()
+
+    def watch_status(self) -> None:
+        self._render_panel()
+
+    def watch_debate_overall(self) -> None:
         self._render_panel()
 
     def _render_panel(self) -> None:
@@ -105,57 +124,33 @@ class CoachPanel(Static):
             parts.append(score_view(self.judgments[latest], self.debate_overall, earlier))
         self.update(Group(*parts))
 
-    def show_scoring(self) -> None:
+    def on_coach_panel_scoring(self, _message: Scoring) -> None:
+        self.in_progress += 1
         self.status = Text("Coach: scoring…", style="dim")
-        self._render_panel()
+
+    def on_coach_panel_scored(self, message: Scored) -> None:
+        self.in_progress = max(0, self.in_progress - 1)
+        self.show_judgment(message.judgment, message.debate_overall)
+
+    def on_coach_panel_failed(self, message: Failed) -> None:
+        """One line, whatever went wrong."""
+        self.in_progress = max(0, self.in_progress - 1)
+        self.status = Text(f"Coach: scoring failed: {' '.join(message.reason.split())}", style="red", no_wrap=True,
+                           overflow="ellipsis")
+
+    def on_coach_panel_stopped(self, _message: Stopped) -> None:
+        if self.in_progress:
+            self.in_progress = 0
+            self.status = Text("Coach: stopped with the turn", style="dim")
 
     def show_judgment(self, judgment: TurnJudgment, debate_overall: float | None) -> None:
         """A message's score arrived (or is shown again)."""
         self.judgments[judgment.position] = judgment
-        self.debate_overall = debate_overall
         if not self.in_progress:
-            self.status = None
+            self.set_reactive(CoachPanel.status, None)
+        self.debate_overall = debate_overall
         self._render_panel()
-
-    def stop(self) -> None:
-        """Stop every scoring in progress (with the turn it follows): its requests are cancelled."""
-        if self.in_progress:
-            self.workers.cancel_group(self, "coach")
-            self.status = Text("Coach: stopped with the turn", style="dim")
-            self._render_panel()
 
     def show_off(self, reason: str | None) -> None:
         """Scoring cannot run for now, and why (e.g. no model answers); None: it can again."""
         self.status = Text(f"Coach: off, {reason}.", style="yellow") if reason else self._idle_status
-        self._render_panel()
-
-    def show_failure(self, reason: str) -> None:
-        """One line, whatever went wrong."""
-        self.status = Text(f"Coach: scoring failed: {' '.join(reason.split())}", style="red", no_wrap=True,
-                           overflow="ellipsis")
-        self._render_panel()
-
-    @work(group="coach")
-    async def score_message(
-        self, ctx: TaskContext, client: LLMClient, debate_id: int, position: int, after: Sequence[Worker | None] = ()
-    ) -> None:
-        """Score the student's message at stored `position` once the workers `after` are done, and store it."""
-        from engines.tasks.inspire import TASK
-
-        self.in_progress += 1
-        self.show_scoring()
-        try:
-            while any(worker is not None and not worker.is_finished for worker in after):
-                await asyncio.sleep(WAIT_POLL_S)
-            judgment = await TASK.score_stored_turn(ctx, client, debate_id, position)
-            overall = await asyncio.to_thread(inspire_scores_by_debate, ctx.db)
-        except (ArgtuiError, StoreError) as exc:
-            self.show_failure(str(exc))
-            return
-        except Exception as exc:  # a bug: the log has the traceback, the panel one line
-            log.exception("scoring turn %s of debate %s", position, debate_id)
-            self.show_failure(f"{type(exc).__name__} (details in logs/argtui.log)")
-            return
-        finally:
-            self.in_progress -= 1
-        self.show_judgment(judgment, overall.get(debate_id))

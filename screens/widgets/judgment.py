@@ -1,9 +1,13 @@
-"""Grice judgments of a bot reply: one line under the reply, and the Grice tab's panel."""
+"""Grice judgments of a bot reply: one line under the reply, and the Grice tab's panel (`GricePanel`),
+told what to show by its typed message."""
 
 from __future__ import annotations
 
 from rich.console import Group, RenderableType
 from rich.text import Text
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widgets import Static
 
 from engines.debate.records import GriceRecord
 from engines.grice.questions import METRICS, QUESTIONS
@@ -55,3 +59,36 @@ def grice_panel(result: GriceRecord | None, error: str | None, show_questions: b
             parts.append(Text(judgment.rationale or judgment.error or "", style="italic"))
         parts.append(Text(""))
     return Group(*parts, hint)
+
+
+class GricePanel(Static):
+    """The Grice tab: the judgment of the reply in view, with or without the questions behind it."""
+
+    class Show(Message, bubble=False):
+        """Show this reply's judgment (None while not judged), why it has no reply (`error`), or why it
+        is not judged at all (`judging_off`)."""
+
+        def __init__(self, result: GriceRecord | None, error: str | None, judging_off: str = "") -> None:
+            super().__init__()
+            self.result, self.error, self.judging_off = result, error, judging_off
+
+    show_questions: reactive[bool] = reactive(False, init=False)
+
+    def __init__(self, questions_key: str, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.questions_key = questions_key
+        self._shown = GricePanel.Show(None, None)
+
+    def on_grice_panel_show(self, message: Show) -> None:
+        self._shown = message
+        self._render_panel()
+
+    def watch_show_questions(self) -> None:
+        self._render_panel()
+
+    def _render_panel(self) -> None:
+        shown = self._shown
+        self.update(
+            Text(f"Not judged: {shown.judging_off}.", style="yellow") if shown.judging_off
+            else grice_panel(shown.result, shown.error, self.show_questions, self.questions_key)
+        )

@@ -12,6 +12,7 @@ from rich.text import Text
 from engines.debate.schemas import SearchPlan, StrategyAnalysis
 from screens.debate_state import UNFINISHED, Message
 from screens.widgets.transcript import spinner
+from store.debates import TurnState
 
 
 def strategy_fields(strategy: StrategyAnalysis) -> list[tuple[str, str, str]]:
@@ -47,7 +48,9 @@ def query_lines(plan: SearchPlan) -> Text:
     return text
 
 
-STEP_MARKS = {"done": ("✓", "green"), "failed": ("✗", "red"), "cancelled": ("■", "yellow")}
+STEP_MARKS = {
+    TurnState.DONE: ("✓", "green"), TurnState.FAILED: ("✗", "red"), TurnState.CANCELLED: ("■", "yellow"),
+}
 
 
 def steps_panel(message: Message, steps: Sequence[tuple[str, str]]) -> RenderableType:
@@ -55,8 +58,9 @@ def steps_panel(message: Message, steps: Sequence[tuple[str, str]]) -> Renderabl
     lines = Text()
     for step, title in steps:
         state = message.step_state.get(step, "")
-        mark, style = (spinner(message.started), "yellow") if state == "running" else STEP_MARKS.get(state, ("·", "dim"))
-        seconds = time.perf_counter() - message.step_started if state == "running" else message.step_seconds.get(step)
+        running = state == TurnState.RUNNING
+        mark, style = (spinner(message.started), "yellow") if running else STEP_MARKS.get(state, ("·", "dim"))
+        seconds = time.perf_counter() - message.step_started if running else message.step_seconds.get(step)
         lines.append(f"{mark} {title}", style=style)
         lines.append(f"  {seconds:.1f} s" if seconds is not None else "", style="dim")
         lines.append(f"  {state}\n" if state in UNFINISHED else "\n", style=style)

@@ -7,7 +7,6 @@ import time
 from rich.console import Group, RenderableType
 from rich.text import Text
 from textual.widgets import Static
-from textual.worker import Worker
 
 from engines.debate.pipeline import STEPS
 from engines.debate.records import ComponentRecord
@@ -17,6 +16,7 @@ from screens.widgets.chips import label_chip, labelled_text
 from screens.widgets.distribution import distribution_bars
 from screens.widgets.judgment import grice_line
 from screens.widgets.labels import LABEL_COLOURS
+from store.debates import TurnState
 
 STEP_TITLES = dict(STEPS)
 TICK_S = 0.125  # the spinner and the clocks of running work advance at this pace
@@ -40,7 +40,6 @@ class MessageView(Static, can_focus=True):
     def __init__(self, message: Message):
         super().__init__(classes=message.role)
         self.message = message
-        self.worker: Worker | None = None  # the running work on it
         self.changed()
 
     def changed(self) -> None:
@@ -56,14 +55,14 @@ class MessageView(Static, can_focus=True):
             body = components_text(m.content, m.components)
             tail = self._labelling_line()
             return Group(head + body, tail) if tail else head + body
-        if m.state == "running":
+        if m.state == TurnState.RUNNING:
             step = m.running_step
             doing = f"{STEP_TITLES[step]} {time.perf_counter() - m.step_started:.0f} s" if step else "starting"
             return Group(head + Text(m.content or "…"),
                          Text(f"{spinner(m.started)} {doing} · turn {m.clock()} · Esc stops", style="dim"))
-        if m.state == "failed":
+        if m.state == TurnState.FAILED:
             return head + Text(f"failed: {m.error} · {RETRY_KEY} runs the turn again", style="bold red")
-        if m.state == "cancelled":
+        if m.state == TurnState.CANCELLED:
             took = f" after {m.turn.seconds:.0f} s" if m.turn is not None and m.turn.seconds else ""
             return head + Text(f"cancelled{took} · {RETRY_KEY} runs the turn again", style="yellow")
         parts = [head + Text(m.content)]
@@ -76,14 +75,15 @@ class MessageView(Static, can_focus=True):
         m = self.message
         if m.judging_off:
             return Text(f"no labels: {m.judging_off}", style="dim")
-        if m.state == "running" and m.labels_after_reply and m.reply is not None and m.reply.state == "running":
+        waits = m.labels_after_reply and m.reply is not None and m.reply.state == TurnState.RUNNING
+        if m.state == TurnState.RUNNING and waits:
             return Text("components follow the reply", style="dim")
-        if m.state == "running":
+        if m.state == TurnState.RUNNING:
             return Text(f"{spinner(m.started)} labelling components · {m.clock()}", style="dim")
-        if m.state == "failed":
+        if m.state == TurnState.FAILED:
             why = f": {m.status}" if m.status else ""
             return Text(f"labelling failed{why} · {RETRY_KEY} labels it again", style="yellow")
-        if m.state == "cancelled":
+        if m.state == TurnState.CANCELLED:
             return Text(f"labelling cancelled · {RETRY_KEY} labels it again", style="yellow")
         return None
 

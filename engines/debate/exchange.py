@@ -1,0 +1,418 @@
+"""One exchange of a debate, orchestrated once: the student's message is stored, its argument
+components labelled, the bot answers, its reply is judged on the Grice maxims and the Coach
+scores the message. Every step reports typed events (`ExchangeEvent`), which a consumer
+receives through a callback (`send`, `again`, `judge`) or iterates (`events`); the Debate
+screen and `argtui debate --script` only render them.
+
+What judges a turn is given (`LiveJudges`): the tasks above this layer store each judgment
+as a `Verdict` in the judgment store, under the judge a batch run would be, and the turn's
+analysis row links to it.
+
+Labelling runs while the bot answers where the backend can afford it
+(`DebateSession.label_during_reply`); otherwise it starts once the reply is stored, and the
+Coach waits for both, so the small embedded model answers one thing at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Protocol, Sequence
+
+from engines.debate.opponent import BotTurn, PipelineEvent, StepFinished, StepStarted, TurnFailed
+from engines.debate.records import ComponentRecord, GriceRecord, StoredTurn
+from engines.debate.session import DebateSession
+from engines.errors import ArgtuiError
+from engines.grice.types import GriceContext
+from engines.llm.types import Usage, UsageMeter
+from engines.timing import Stopwatch
+from store import StoreError
+from store.debates import TurnState
+
+log = logging.getLogger("argtui.exchange")
+
+
+# ---------------------------------------------------------------- what judges a turn
+
+
+@dataclass(frozen=True)
+class StoredJudgment:
+    """Where the judgment store keeps a judgment of a turn: the task, the judge's name, the items."""
+
+    task: str
+    judge: str
+    items: tuple[str, ...]
+
+
+class LiveJudges(Protocol):
+    """The judges of a debate's turns. Each stores its judgment in the judgment store and says where."""
+
+    async def label(
+        self, debate_id: int, turn: StoredTurn, method: str, on_component: Callable[[ComponentRecord], None]
+    ) -> tuple[StoredJudgment, list[ComponentRecord]]:
+        """The argument components of a student message, in text order."""
+        ...
+
+    async def grice(
+        self, debate_id: int, turn: StoredTurn, context: GriceContext, strategy: str
+    ) -> tuple[StoredJudgment, GriceRecord]:
+        """The Grice maxims of a bot reply."""
+        ...
+
+    async def coach(self, debate_id: int, turn: StoredTurn) -> tuple[Any, float | None]:
+        """The Coach's score of a student message (the inspire task's `TurnJudgment`, which this
+        layer does not import) and the debate's overall score since."""
+        ...
+
+
+# ---------------------------------------------------------------- events
+
+
+@dataclass(frozen=True)
+class MessageStored:
+    turn: StoredTurn
+
+
+@dataclass(frozen=True)
+class ReplyStarted:
+    """The bot's turn answering `message` is stored as running (a new one, or one run again)."""
+
+    message: StoredTurn
+    turn: StoredTurn
+    limit_s: float | None
+
+
+@dataclass(frozen=True)
+class BotProgress:
+    """A step of the bot's turn started or finished, the reply streamed on, a draft was rejected."""
+
+    turn: StoredTurn
+    event: PipelineEvent
+
+
+@dataclass(frozen=True)
+class ReplyStored:
+    """The bot's turn ended and is stored: with its reply (`bot`), or failed (`failure`)."""
+
+    turn: StoredTurn
+    bot: BotTurn | None
+    failure: TurnFailed | None
+
+
+@dataclass(frozen=True)
+class LabellingStarted:
+    turn: StoredTurn
+    after_reply: bool  # it waits for the bot's reply
+
+
+@dataclass(frozen=True)
+class ComponentLabelled:
+    turn: StoredTurn
+    component: ComponentRecord
+
+
+@dataclass(frozen=True)
+class LabelsStored:
+    turn: StoredTurn
+    judgment: StoredJudgment
+    components: tuple[ComponentRecord, ...]
+
+
+@dataclass(frozen=True)
+class LabellingFailed:
+    turn: StoredTurn
+    error: str
+
+
+@dataclass(frozen=True)
+class GriceStarted:
+    turn: StoredTurn
+    strategy: str
+
+
+@dataclass(frozen=True)
+class GriceStored:
+    turn: StoredTurn
+    judgment: StoredJudgment
+    result: GriceRecord
+
+
+@dataclass(frozen=True)
+class GriceFailed:
+    turn: StoredTurn
+    error: str
+
+
+@dataclass(frozen=True)
+class CoachStarted:
+    turn: StoredTurn
+
+
+@dataclass(frozen=True)
+class CoachScored:
+    turn: StoredTurn
+    judgment: Any  # the inspire task's TurnJudgment
+    debate_overall: float | None
+
+
+@dataclass(frozen=True)
+class CoachFailed:
+    turn: StoredTurn
+    error: str  # one line
+
+
+@dataclass(frozen=True)
+class StepTiming:
+    """When one piece of an exchange ran, counted from the message's sending, and what its
+    model calls cost."""
+
+    name: str  # a step of the bot's level, "components", "grice" or "coach"
+    start_s: float
+    end_s: float
+    usage: Usage
+
+
+@dataclass
+class ExchangeResult:
+    """What an exchange stored, once it is over."""
+
+    user_turn: StoredTurn
+    bot_turn: StoredTurn | None = None
+    bot: BotTurn | None = None
+    failure: TurnFailed | None = None
+    judgment: GriceRecord | None = None
+    components: list[ComponentRecord] = field(default_factory=list)
+    coach: Any = None  # the Coach's TurnJudgment of the message
+    timings: list[StepTiming] = field(default_factory=list)  # in the order they ended
+
+
+@dataclass(frozen=True)
+class ExchangeDone:
+    result: ExchangeResult
+
+
+ExchangeEvent = (
+    MessageStored | ReplyStarted | BotProgress | ReplyStored | LabellingStarted | ComponentLabelled | LabelsStored
+    | LabellingFailed | GriceStarted | GriceStored | GriceFailed | CoachStarted | CoachScored
+    | CoachFailed | ExchangeDone
+)
+Emit = Callable[[ExchangeEvent], None]
+
+
+def _ignore(event: ExchangeEvent) -> None:
+    pass
+
+
+def reply_context(turns: Sequence[StoredTurn], reply: StoredTurn) -> GriceContext:
+    """What the Grice judge sees of a stored bot reply: the dialogue before it, the reply and the
+    arguments it used."""
+    return GriceContext(
+        dialogue=[(t.role, t.content) for t in turns if t.in_dialogue and t.position < reply.position],
+        reply=reply.content,
+        arguments=[row.text for row in reply.used_arguments],
+    )
+
+
+def one_line(error: BaseException | str) -> str:
+    return " ".join(str(error).split())
+
+
+# ---------------------------------------------------------------- the orchestrator
+
+
+class DebateExchange:
+    """Runs a debate's exchanges on its session. `judges` None: nothing is judged (the session has
+    no model, or the caller wants the reply alone); `coach` False: the Coach does not score."""
+
+    def __init__(
+        self, session: DebateSession, judges: LiveJudges | None = None, *, coach: bool = True,
+        turn_timeout_s: float | None = None, concurrent: bool = True,
+    ):
+        self.session = session
+        self.judges = judges if session.judging_off is None else None
+        self.coach = coach
+        self.turn_timeout_s = turn_timeout_s
+        self.concurrent = concurrent  # False: bot, Grice, labels one after the other, to compare
+
+    async def send(self, text: str, emit: Emit = _ignore) -> ExchangeResult:
+        """A new message and everything that follows it."""
+        user_turn = self.session.add_user_message(text)
+        emit(MessageStored(user_turn))
+        return await self._run(user_turn, emit, label=True, answer=True, reply=None, coach=self.coach)
+
+    async def again(
+        self, message: StoredTurn, reply: StoredTurn | None, *, label: bool, answer: bool, emit: Emit = _ignore
+    ) -> ExchangeResult:
+        """A turn run again: the message labelled again (`label`), the bot answering it again
+        (`answer`: in the place of `reply`, failed or cancelled, or anew where there is none)."""
+        return await self._run(message, emit, label=label, answer=answer, reply=reply, coach=False)
+
+    async def judge(self, replies: Sequence[StoredTurn], emit: Emit = _ignore) -> None:
+        """The Grice judgments an earlier session left undone."""
+        for reply in replies:
+            await self._grice(reply, emit, _Clock())
+
+    def events(self, run: Callable[[Emit], Awaitable[Any]]) -> AsyncIterator[ExchangeEvent]:
+        """The events of `run` (e.g. `lambda emit: exchange.send(text, emit)`) as an async iterator;
+        closing it early cancels the work."""
+        return _iterate(run)
+
+    async def _run(
+        self, message: StoredTurn, emit: Emit, *, label: bool, answer: bool, reply: StoredTurn | None, coach: bool
+    ) -> ExchangeResult:
+        clock = _Clock()
+        result = ExchangeResult(message, timings=clock.timings)
+        judging = self.judges is not None
+        # What waits for the reply (and the Coach for the labels too) where the backend is too small
+        # to do two things at once; not `concurrent`: everything in turn, to compare.
+        wait = not (self.session.label_during_reply and self.concurrent)
+        try:
+            async with asyncio.TaskGroup() as group:
+                replying = group.create_task(self._reply(message, reply, emit, clock, result)) if answer else None
+                after_reply = [replying] if replying is not None else []
+                judged = None
+                if judging and replying is not None:
+                    judged = group.create_task(self._grice_reply(result, emit, clock, replying))
+                labelling = None
+                if label and judging:
+                    before = after_reply + ([judged] if judged is not None and not self.concurrent else [])
+                    labelling = group.create_task(self._label(message, emit, clock, result, before if wait else []))
+                if coach and judging:
+                    before = [task for task in (replying, labelling) if task is not None] if wait else []
+                    group.create_task(self._coach(message, emit, clock, result, before))
+        except BaseExceptionGroup as failures:  # a bug or a store failure: raised as itself
+            raise failures.exceptions[0] from None
+        emit(ExchangeDone(result))
+        return result
+
+    async def _reply(
+        self, message: StoredTurn, again: StoredTurn | None, emit: Emit, clock: _Clock, result: ExchangeResult
+    ) -> None:
+        turn = self.session.start_reply(again=again)
+        emit(ReplyStarted(message, turn, self.turn_timeout_s))
+
+        def follow(event: PipelineEvent) -> None:
+            clock.follow(event)
+            emit(BotProgress(turn, event))
+
+        stored, bot, failure = await self.session.bot_turn(follow, turn=turn, deadline_s=self.turn_timeout_s)
+        result.bot_turn, result.bot, result.failure = stored, bot, failure
+        emit(ReplyStored(stored, bot, failure))
+
+    async def _grice_reply(self, result: ExchangeResult, emit: Emit, clock: _Clock, replying: asyncio.Task) -> None:
+        """The reply's Grice judgment, once it is stored."""
+        await asyncio.wait([replying])
+        if result.bot is not None:
+            result.judgment = await self._grice(result.bot_turn, emit, clock)
+
+    async def _grice(self, turn: StoredTurn, emit: Emit, clock: _Clock) -> GriceRecord | None:
+        if self.judges is None:
+            return None
+        strategy = self.session.choice.grice_strategy
+        context = reply_context(self.session.records.turns(self.session.debate.id), turn)
+        emit(GriceStarted(turn, strategy))
+        try:
+            with clock.timed("grice"):
+                stored, record = await self.judges.grice(self.session.debate.id, turn, context, strategy)
+        except (ArgtuiError, StoreError) as exc:
+            emit(GriceFailed(turn, one_line(exc)))
+            return None
+        self.session.records.link_judgment(turn.id, "grice", strategy, stored.judge, stored.task, stored.items)
+        emit(GriceStored(turn, stored, record))
+        return record
+
+    async def _label(
+        self, turn: StoredTurn, emit: Emit, clock: _Clock, result: ExchangeResult, after: Sequence[asyncio.Task]
+    ) -> None:
+        """The message's state follows the labelling, so a relaunch knows one that was cancelled or failed."""
+        records = self.session.records
+        method = self.session.choice.component_method
+        records.set_labelling(turn.id, TurnState.RUNNING)
+        emit(LabellingStarted(turn, after_reply=bool(after)))
+        try:
+            if after:
+                await asyncio.wait(after)
+            with clock.timed("components"):
+                stored, components = await self.judges.label(
+                    self.session.debate.id, turn, method, lambda component: emit(ComponentLabelled(turn, component))
+                )
+        except asyncio.CancelledError:
+            records.set_labelling(turn.id, TurnState.CANCELLED)
+            raise
+        except (ArgtuiError, StoreError) as exc:
+            records.set_labelling(turn.id, TurnState.FAILED)
+            emit(LabellingFailed(turn, one_line(exc)))
+            return
+        records.link_judgment(turn.id, "components", method, stored.judge, stored.task, stored.items)
+        records.set_labelling(turn.id, TurnState.DONE)
+        result.components = components
+        emit(LabelsStored(turn, stored, tuple(components)))
+
+    async def _coach(
+        self, turn: StoredTurn, emit: Emit, clock: _Clock, result: ExchangeResult, after: Sequence[asyncio.Task]
+    ) -> None:
+        emit(CoachStarted(turn))
+        if after:
+            await asyncio.wait(after)
+        try:
+            with clock.timed("coach"):
+                judgment, overall = await self.judges.coach(self.session.debate.id, turn)
+        except (ArgtuiError, StoreError) as exc:
+            emit(CoachFailed(turn, one_line(exc)))
+            return
+        except Exception as exc:  # a bug: the log has the traceback, the consumer one line
+            log.exception("scoring turn %s of debate %s", turn.position, self.session.debate.id)
+            emit(CoachFailed(turn, f"{type(exc).__name__} (details in logs/argtui.log)"))
+            return
+        result.coach = judgment
+        emit(CoachScored(turn, judgment, overall))
+
+
+class _Clock:
+    """When each piece of an exchange ran, from its start."""
+
+    def __init__(self) -> None:
+        self.stopwatch = Stopwatch()  # from the exchange's start
+        self.timings: list[StepTiming] = []
+        self._step_started: dict[str, float] = {}
+
+    def now(self) -> float:
+        return self.stopwatch.seconds
+
+    def follow(self, event: PipelineEvent) -> None:
+        if isinstance(event, StepStarted):
+            self._step_started[event.step] = self.now()
+        elif isinstance(event, StepFinished):
+            started = self._step_started.get(event.step, 0.0)
+            self.timings.append(StepTiming(event.step, started, self.now(), event.usage))
+
+    @contextmanager
+    def timed(self, name: str) -> Iterator[None]:
+        """A piece of the exchange, timed with what its model calls cost (when it does not fail)."""
+        start = self.now()
+        with UsageMeter().counting() as meter:
+            yield
+        self.timings.append(StepTiming(name, start, self.now(), meter.usage))
+
+
+async def _iterate(run: Callable[[Emit], Awaitable[Any]]) -> AsyncIterator[ExchangeEvent]:
+    queue: asyncio.Queue[ExchangeEvent | None] = asyncio.Queue()
+
+    async def work() -> None:
+        try:
+            await run(queue.put_nowait)
+        finally:
+            queue.put_nowait(None)
+
+    task = asyncio.ensure_future(work())
+    try:
+        while (event := await queue.get()) is not None:
+            yield event
+        task.result()  # what the work raised
+    finally:
+        if not task.done():
+            task.cancel()
+            with suppress(asyncio.CancelledError):
+                await task

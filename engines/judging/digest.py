@@ -1,0 +1,81 @@
+"""Digests of what a judgment depends on: an item's content, a task's prompt templates, a
+profile's sampling. One canonical encoding, so the same value always gives the same digest."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import hashlib
+import importlib
+import json
+from datetime import date, datetime
+from pathlib import PurePath
+from types import ModuleType
+from typing import Any, Iterable
+
+from pydantic import BaseModel
+
+from engines.llm.profile import Sampling
+
+
+def canonical(value: Any) -> Any:
+    """`value` as plain JSON values: dataclasses and pydantic models as their fields, tuples and
+    sets as lists (sets sorted), paths and times as text. Anything else is a TypeError."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, enum.Enum):
+        return canonical(value.value)
+    if isinstance(value, BaseModel):
+        return {name: canonical(getattr(value, name)) for name in type(value).model_fields}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {field.name: canonical(getattr(value, field.name)) for field in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(key): canonical(item) for key, item in sorted(value.items(), key=lambda pair: str(pair[0]))}
+    if isinstance(value, (list, tuple)):
+        return [canonical(item) for item in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted((canonical(item) for item in value), key=_encoded)
+    if isinstance(value, PurePath):
+        return value.as_posix()
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    raise TypeError(f"no canonical form for a {type(value).__name__}")
+
+
+def _encoded(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def digest(value: Any, length: int = 16) -> str:
+    """A short hex digest of `value`'s canonical form."""
+    return hashlib.sha256(_encoded(canonical(value)).encode()).hexdigest()[:length]
+
+
+def content_digest(payload: Any, body: str, reference: str | None) -> str:
+    """What a judge sees of an item (its payload, or its body when it has none) and its reference."""
+    return digest([canonical(payload) if payload is not None else body, reference])
+
+
+def prompts_digest(modules: Iterable[str | ModuleType]) -> str:
+    """The prompt templates of a task: every public upper-case constant of its prompt modules that
+    has a canonical form (texts, and the tables, numbers and records the prompts are built from);
+    "" for a task that names none."""
+    templates = {}
+    for module in modules:
+        found = importlib.import_module(module) if isinstance(module, str) else module
+        constants = {}
+        for name, value in vars(found).items():
+            if not name.isupper() or name.startswith("_"):
+                continue
+            try:
+                constants[name] = canonical(value)
+            except TypeError:  # a compiled pattern, a class: not a template
+                continue
+        templates[found.__name__] = constants
+    return digest(templates, 8) if templates else ""
+
+
+def sampling_digest(sampling: Sampling) -> str:
+    """The sampling a profile adds to every call ("" when it adds none)."""
+    values = sampling.as_request()
+    return digest(values, 8) if values else ""

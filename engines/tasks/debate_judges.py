@@ -1,0 +1,84 @@
+"""The judges of a live debate, as the tasks define them (`engines.debate.exchange.LiveJudges`).
+
+A reply's Grice maxims are judged by the grice task's own `judge` with the options a batch
+run has with no flags, and stored under the judge `argtui eval grice --strategy S` would be
+on the same backend; a message's components by `label_text`, under the components judge of
+the options given here (short answers, so labels come while the student reads); the Coach
+by the inspire task, as `argtui eval inspire --debate ID` scores a stored turn. Every
+judgment is a `Verdict` in the judgment store, so the Leaderboard and exports see it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Callable
+
+from engines.components.classifier import LIVE_SETTINGS
+from engines.components.records import text_key
+from engines.debate.exchange import StoredJudgment
+from engines.debate.records import ComponentRecord, GriceRecord, StoredTurn
+from engines.grice import METRICS
+from engines.grice.types import GriceContext
+from engines.inspire.score import inspire_scores_by_debate, stored_turn_key
+from engines.judging.evaluate import judge_id
+from engines.judging.store import JudgmentStore
+from engines.judging.task import TaskContext, TaskItem, default_options
+from engines.llm.client import LLMClient
+from engines.tasks.components import TASK as COMPONENTS, label_text
+from engines.tasks.grice import TASK as GRICE, GriceItem
+
+
+def live_component_options() -> Any:
+    """The components options of a live debate: the live classifier's short answers, which name
+    the judge as `argtui eval components --turn-tokens 96 --judge-tokens 96 --reasoning-tokens 128` would."""
+    return default_options(
+        COMPONENTS, turn_tokens=LIVE_SETTINGS.debater_max_tokens, judge_tokens=LIVE_SETTINGS.judge_max_tokens,
+        reasoning_tokens=LIVE_SETTINGS.reasoning_max_tokens,
+    )
+
+
+def grice_item(debate_id: int, turn: StoredTurn, context: GriceContext) -> TaskItem:
+    """A stored bot reply as an item of the grice task, keyed like every stored debate turn."""
+    return TaskItem(
+        key=stored_turn_key(debate_id, turn.position),
+        title=f"debate {debate_id} · turn {turn.position + 1}",
+        body=context.reply,
+        payload=GriceItem(context, METRICS, {}),
+    )
+
+
+class TaskJudges:
+    """A debate's judges on `client`, storing through the application's context."""
+
+    def __init__(self, ctx: TaskContext, client: LLMClient):
+        self.ctx = ctx
+        self.client = client
+
+    async def label(
+        self, debate_id: int, turn: StoredTurn, method: str, on_component: Callable[[ComponentRecord], None]
+    ) -> tuple[StoredJudgment, list[ComponentRecord]]:
+        judge, results = await label_text(
+            self.ctx.db, self.client, turn.content, method, live_component_options(),
+            on_component=lambda _index, result: on_component(ComponentRecord.of(result)),
+        )
+        stored = StoredJudgment(COMPONENTS.name, judge.name, tuple(text_key(turn.content, r.span) for r in results))
+        return stored, [ComponentRecord.of(result) for result in results]
+
+    async def grice(
+        self, debate_id: int, turn: StoredTurn, context: GriceContext, strategy: str
+    ) -> tuple[StoredJudgment, GriceRecord]:
+        options = default_options(GRICE)
+        item = grice_item(debate_id, turn, context)
+        verdict = await GRICE.judge(self.ctx, item, strategy, self.client, options)
+        judge = await judge_id(GRICE, self.client, strategy, options)
+        # A write may wait for the database lock: off the event loop, which a screen shares.
+        await asyncio.to_thread(JudgmentStore(self.ctx.db, GRICE.name).save, judge, [(item, verdict)])
+        return StoredJudgment(GRICE.name, judge.name, (item.key,)), GriceRecord.of_verdict(verdict)
+
+    async def coach(self, debate_id: int, turn: StoredTurn) -> tuple[Any, float | None]:
+        # The inspire task loads numpy and the retriever's checks: imported with the first score.
+        from engines.tasks.inspire import TASK as INSPIRE
+
+        judgment = await INSPIRE.score_stored_turn(self.ctx, self.client, debate_id, turn.position)
+        overall = await asyncio.to_thread(inspire_scores_by_debate, self.ctx.db)
+        return judgment, overall.get(debate_id)

@@ -1,0 +1,172 @@
+"""The one exchange orchestrator of a debate turn: its events in order, a stop that cancels what
+runs, and live judgments stored in the judgment store under the judge a batch run would be,
+with `argtui debate --script` (the real llama-server) printing the Coach too."""
+
+from __future__ import annotations
+
+import asyncio
+from contextlib import aclosing
+from dataclasses import replace
+
+import pytest
+
+from argtui.cli import main
+from argtui.config import load_config
+from argtui.runtime import Runtime
+from engines.debate.exchange import (
+    BotProgress,
+    CoachStarted,
+    DebateExchange,
+    ExchangeDone,
+    GriceStarted,
+    GriceStored,
+    LabellingStarted,
+    LabelsStored,
+    MessageStored,
+    ReplyStored,
+    reply_context,
+)
+from engines.debate.opponent import StepStarted
+from engines.debate.records import DebateRecords, GriceRecord
+from engines.debate.session import DebateSession, JudgingChoice
+from engines.judging.evaluate import judge_id
+from engines.judging.store import JudgmentStore
+from engines.judging.task import default_options
+from engines.llm.client import LLMClient
+from engines.tasks.debate_judges import TaskJudges, grice_item
+from engines.tasks.grice import TASK as GRICE
+from fakes import chat_reply, stream_reply
+from store import Database
+from store.debates import DebateRepository, TurnState
+
+CLAIM = "We should abandon the use of school uniform"  # a topic of the bundled corpus
+MESSAGES = (
+    "School uniforms reduce bullying because nobody is mocked for their clothes.",
+    "Uniforms also save parents money over a school year.",
+)
+
+
+def kinds(events) -> list[str]:
+    return [type(event).__name__ for event in events]
+
+
+@pytest.fixture
+def runtime(fake_server) -> Runtime:
+    """The application's runtime (its database in the test's home; each test closes it on its own
+    loop) and a backend that answers "yes" to everything."""
+    fake_server.answer = lambda body: chat_reply("yes")
+    return Runtime()
+
+
+def new_exchange(runtime: Runtime, client: LLMClient, retriever, *, during: bool, level: int = 0) -> DebateExchange:
+    """Level 0 answers from the argument base, without a model call."""
+    repository = DebateRepository(runtime.db)
+    session = DebateSession(repository, repository.create(CLAIM, "con", level=level), client, retriever,
+                            choice=JudgingChoice("ZSL", "vanilla"), label_during_reply=during)
+    return DebateExchange(session, TaskJudges(runtime, client))
+
+
+@pytest.mark.parametrize("during", [False, True])
+async def test_the_exchange_reports_each_step_in_order(runtime, fake_server, retriever, during):
+    client = LLMClient(fake_server.profile(kind="vllm", retries=0))
+    exchange = new_exchange(runtime, client, retriever, during=during)
+    events = []
+    result = await exchange.send(MESSAGES[0], events.append)
+    names = kinds(events)
+    assert names[:2] == ["MessageStored", "ReplyStarted"] and names[-1] == "ExchangeDone"
+    assert events[-1].result is result and isinstance(events[0], MessageStored)
+    replied = names.index("ReplyStored")
+    bot = [i for i, event in enumerate(events) if isinstance(event, BotProgress)]
+    assert bot and all(names.index("ReplyStarted") < i < replied for i in bot)
+    assert isinstance(events[bot[0]].event, StepStarted)
+    assert replied < names.index("GriceStarted") < names.index("GriceStored")  # the reply is judged once stored
+    labelled = names.index("LabelsStored")
+    [started] = [event for event in events if isinstance(event, LabellingStarted)]
+    assert started.after_reply is not during
+    if not during:  # the small backend: labels after the reply, the Coach after both
+        assert replied < labelled
+    coached = next(i for i, name in enumerate(names) if name in ("CoachScored", "CoachFailed"))
+    assert names.index("CoachStarted") < coached and (during or labelled < coached)
+    # What the events said is what was stored, and the judgments are in the judgment store.
+    [grice] = [event for event in events if isinstance(event, GriceStored)]
+    [labels] = [event for event in events if isinstance(event, LabelsStored)]
+    user, reply = DebateRecords(exchange.session.repository).turns(exchange.session.debate.id)
+    assert user.state == TurnState.DONE and user.components == list(labels.components) == result.components
+    assert reply.grice == grice.result == result.judgment
+    assert [(a.kind, a.judge) for a in reply.analyses] == [("grice", grice.judgment.judge)]
+    assert [(a.kind, a.judge) for a in user.analyses] == [("components", labels.judgment.judge)]
+    judge = await judge_id(GRICE, client, "ZSL", default_options(GRICE))
+    assert grice.judgment.judge == judge.name
+    item = grice_item(exchange.session.debate.id, reply, reply_context([user, reply], reply))
+    assert set(JudgmentStore(runtime.db, "grice").load(judge, [item])) == {item.key}
+    await client.aclose()
+    await runtime.aclose()
+
+
+async def test_closing_the_events_early_cancels_the_turn_as_stored(runtime, fake_server, retriever):
+    fake_server.answer = lambda body: replace(stream_reply("Bullies find other targets."), delay_s=30)
+    client = LLMClient(fake_server.profile(kind="vllm", retries=0))
+    exchange = new_exchange(runtime, client, retriever, during=False, level=1)  # its reply streams from the model
+    seen = []
+    async with aclosing(exchange.events(lambda emit: exchange.send(MESSAGES[0], emit))) as events:
+        async for event in events:
+            seen.append(event)
+            step = event.event if isinstance(event, BotProgress) else None
+            if isinstance(step, StepStarted) and step.step == "reply":
+                break  # while the reply is being written
+    assert kinds(seen)[:2] == ["MessageStored", "ReplyStarted"]
+    user, reply = DebateRecords(exchange.session.repository).turns(exchange.session.debate.id)
+    assert (user.state, reply.state) == (TurnState.CANCELLED, TurnState.CANCELLED)
+    assert user.analyses == () and reply.analyses == ()
+    await client.aclose()
+    await runtime.aclose()
+
+
+async def test_without_judges_the_exchange_is_the_reply_alone(runtime, fake_server, retriever):
+    repository = DebateRepository(runtime.db)
+    session = DebateSession(repository, repository.create(CLAIM, "con", level=0), None, retriever,
+                            no_model_reason="the backend did not start")
+    events = []
+    result = await DebateExchange(session, None).send(MESSAGES[0], events.append)
+    assert result.bot is not None and result.judgment is None and result.components == []
+    assert not any(isinstance(e, (GriceStarted, LabellingStarted, CoachStarted)) for e in events)
+    assert isinstance(events[-1], ExchangeDone) and isinstance(events[-2], ReplyStored)
+    assert fake_server.bodies == []
+    await runtime.aclose()
+
+
+@pytest.mark.llm
+def test_a_scripted_debate_stores_its_grice_verdicts_under_the_eval_grice_judge_and_prints_the_coach(
+    argtui_home, llama_profile, tmp_path, capsys
+):
+    profile = llama_profile.model_copy(update={"timeout_s": 600})
+    load_config().add_backend(profile, make_default=True)
+    script = tmp_path / "student.txt"
+    script.write_text("\n".join(MESSAGES) + "\n", encoding="utf-8")
+    assert main(["debate", "--claim", CLAIM, "--side", "con", "--level", "0", "--script", str(script),
+                 "--grice-strategy", "zsl", "--component-method", "vanilla"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("  Coach: overall ") == len(MESSAGES), err
+    assert err.count("  Coach's weakest: ") == len(MESSAGES) and "Coach failed" not in err
+    assert err.count("  Grice (ZSL): ") == len(MESSAGES) and err.count("  components: ") == len(MESSAGES)
+
+    db = Database(argtui_home / "data" / "argtui.sqlite3")
+    [(debate, _)] = DebateRepository(db).list()
+    turns = DebateRecords(DebateRepository(db)).turns(debate.id)
+    replies = [turn for turn in turns if turn.role == "assistant"]
+
+    async def eval_grice_judge():
+        async with LLMClient(profile) as client:  # the identity `argtui eval grice --strategy zsl` computes
+            return await judge_id(GRICE, client, "ZSL", default_options(GRICE))
+
+    judge = asyncio.run(eval_grice_judge())
+    items = [grice_item(debate.id, reply, reply_context(turns, reply)) for reply in replies]
+    verdicts = JudgmentStore(db, GRICE.name).load(judge, items)
+    assert set(verdicts) == {item.key for item in items} and len(verdicts) == len(MESSAGES)
+    for reply, item in zip(replies, items):
+        [analysis] = reply.analyses
+        assert analysis.judge == judge.name and analysis.link.items == [item.key]
+        assert set(reply.grice.metrics) == {"quantity", "quality", "relation", "manner"}
+        assert reply.grice == GriceRecord.of_verdict(verdicts[item.key]) and reply.grice.strategy == "ZSL"
+    assert [stored.judge.name for stored in JudgmentStore(db, GRICE.name).judges()] == [judge.name]
+    db.close()
