@@ -31,7 +31,8 @@ from engines.llm.client import LLMClient
 from fakes import FakeServer, Reply, chat_reply, disconnect
 from store import Database
 from store.critiques import DIMENSIONS, JUDGE, CritiqueRepository, NewCritique, NewPosition, copy_v1
-from store.judgments import JudgmentRepository, options_digest
+from store.identity import options_digest
+from store.judgments import JudgmentRepository
 from store.llm_cache import ResponseCache
 from store.runs import RunRepository, RunState
 
