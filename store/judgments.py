@@ -180,13 +180,15 @@ class JudgmentRepository:
         return sorted(judges, key=lambda row: (-row.judgments, row.judge.name))
 
     def labelled(self, task: str, judge: str) -> list[tuple[str, str | None, dict[str, Any]]]:
-        """(item, reference, verdict JSON) of the judge's judgments whose item has a reference (every content's)."""
+        """(item, reference, verdict JSON) of the judge's judgments whose item has a reference: of an
+        item judged with several contents, the latest, so that no item counts twice."""
         with self._db.read() as session:
             rows = session.exec(
                 select(Judgment.item, Judgment.reference, _VERDICT_JSON)
                 .where(Judgment.task == task, Judgment.judge == judge, Judgment.reference.is_not(None))  # type: ignore[union-attr]
-                .order_by(Judgment.id)
+                .order_by(Judgment.created_at, Judgment.id)
             ).all()
+            rows = list({item: (item, reference, verdict) for item, reference, verdict in rows}.values())
             verdicts = decoded(session.connection(), [verdict for _, _, verdict in rows])
         return [(item, reference, verdict) for (item, reference, _), verdict in zip(rows, verdicts)]
 

@@ -16,6 +16,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -32,27 +33,39 @@ SLOW = Reply(json=chat_reply("A").json, delay_s=0.15)
 ITEMS = 8
 
 
+def _components(folder: Path) -> list[str]:
+    data = shared_data_dir() / "ukp-argument-annotated-essays-v2"
+    if not data.is_dir():
+        pytest.skip(f"the UKP essays are not at {data} (set ARGTUI_SHARED_DATA)")
+    return ["--method", "vanilla", "--limit", "1", "--data", str(data)]
+
+
+def _critiques(folder: Path) -> list[str]:
+    assert main(["import", "critiques", "--demo"]) == 0
+    return ["--prompt", "simple", "--limit", str(ITEMS)]
+
+
+# The arguments of a small `argtui eval <task>` run with one call per item, for the tasks argtui
+# ships; a task added later runs these cases once it has a recipe here, and needs none to work.
+RECIPES: dict[str, Callable[[Path], list[str]]] = {
+    "pairwise": lambda folder: [
+        "--prompt", "zero", "--mode", "logprob", "--dimension", "logical", "--limit", str(ITEMS),
+    ],
+    "grice": lambda folder: [
+        "--strategy", "ZSL", "--no-rationale",
+        "--debates", str(write_rad_debates(folder / "debates.jsonl", ITEMS // 2)),
+    ],
+    "critiques": _critiques,
+    "inspire": lambda folder: ["--debates", str(write_rad_debates(folder / "debates.jsonl", 2))],
+    "components": _components,
+}
+
+
 def recipe(task: str, folder: Path) -> list[str]:
-    """The arguments of a small `argtui eval <task>` run with one call per item."""
-    if task == "pairwise":
-        return ["--prompt", "zero", "--mode", "logprob", "--dimension", "logical", "--limit", str(ITEMS)]
-    if task == "grice":
-        debates = write_rad_debates(folder / "debates.jsonl", ITEMS // 2)
-        return ["--strategy", "ZSL", "--no-rationale", "--debates", str(debates)]
-    if task == "critiques":
-        assert main(["import", "critiques", "--demo"]) == 0
-        return ["--prompt", "simple", "--limit", str(ITEMS)]
-    if task == "inspire":
-        return ["--debates", str(write_rad_debates(folder / "debates.jsonl", 2))]
-    if task == "components":
-        data = shared_data_dir() / "ukp-argument-annotated-essays-v2"
-        if not data.is_dir():
-            pytest.skip(f"the UKP essays are not at {data} (set ARGTUI_SHARED_DATA)")
-        return ["--method", "vanilla", "--limit", "1", "--data", str(data)]
-    raise AssertionError(f"no recipe for the task {task!r}: add one here")
+    return RECIPES[task](folder)
 
 
-TASKS = [task.name for task in registry.tasks()]
+TASKS = list(RECIPES)
 
 
 def use_server(fake: FakeServer) -> None:

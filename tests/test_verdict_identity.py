@@ -20,11 +20,13 @@ from engines.datasets.ukp_essays import Essay, EssayComponent
 from engines.judging.evaluate import judge_id, run_task
 from engines.judging.runner import RunSpec, run_tracked
 from engines.judging.store import JudgmentStore
-from engines.judging.task import TaskBase, TaskItem, default_options
+from engines.judging.task import ItemSide, TaskBase, TaskItem, default_options
 from engines.judging.verdict import JudgeId, Verdict
 from engines.llm.client import LLMClient
 from engines.llm.profile import Sampling
+from engines.pairwise.run import load_corpus
 from engines.tasks.components import TASK as COMPONENTS
+from engines.tasks.pairwise import TASK as PAIRWISE
 from fakes import FakeServer, chat_reply
 from store import Database
 from store.migrations import SCHEMA_VERSION, write_schema_version
@@ -72,7 +74,10 @@ def test_components_with_the_same_essay_ids_and_other_text_are_judged_again(monk
         store = JudgmentStore(runtime.db, "components")
         (stored,) = store.judges()
         assert stored.judgments == 10  # both texts' verdicts are kept and counted
-        assert len(store.labelled(stored.judge)) == 10 and len(store.judged(stored.judge)) == 5
+        assert len(store.judged(stored.judge)) == 5
+        # Scored against the references, an item counts once: its latest verdict.
+        labelled = store.labelled(stored.judge)
+        assert len(labelled) == 5 and {item for item, _, _ in labelled} == store.judged(stored.judge)
     finally:
         runtime.db.close()
 
@@ -99,6 +104,31 @@ def test_grice_with_another_debate_under_the_same_id_is_judged_again(monkeypatch
         assert stored.judgments == 2 * len(store.judged(stored.judge))  # both debates' verdicts are kept
     finally:
         runtime.db.close()
+
+
+def test_a_pair_with_the_same_ids_and_other_texts_has_another_digest(db, tmp_path):
+    """The pairwise payload names the arguments by id; the texts the judge reads are in the item's
+    sides, and so in its digest."""
+    ctx = SimpleNamespace(db=db, data_dir=tmp_path, dataset_path=lambda name: None)
+    item = PAIRWISE.items(ctx, default_options(PAIRWISE, dimension=["logical"], topics=[20], limit=1))[0]
+    corpus, pair = load_corpus(), item.payload
+    assert [side.text for side in item.sides] == [
+        corpus.argument(pair.topic_id, pair.a).text, corpus.argument(pair.topic_id, pair.b).text]
+    a, b = item.sides
+    reworded_b = replace(item, sides=(a, ItemSide(b.heading, b.text + " Besides, it is cheaper.")))
+    assert replace(item).digest == item.digest and reworded_b.digest != item.digest
+
+
+async def test_a_changed_default_of_a_judge_setting_is_a_new_judge(monkeypatch):
+    """A token limit left at its default is in the identity at its value: a new default is a new judge."""
+    options = default_options(COMPONENTS)
+    with FakeServer([chat_reply("Premise")]) as fake:
+        async with LLMClient(fake.profile()) as client:
+            before = await judge_id(COMPONENTS, client, "mad", options)
+            monkeypatch.setattr("engines.tasks.components.DEFAULT_TURN_TOKENS", 1024)
+            after = await judge_id(COMPONENTS, client, "mad", options)
+    assert before.options != after.options and before.name != after.name
+    assert (before.variant, before.prompts) == (after.variant, after.prompts)
 
 
 PROMPT_MODULE = "argtui_toy_prompts"

@@ -51,9 +51,9 @@ def digest(value: Any, length: int = 16) -> str:
     return hashlib.sha256(_encoded(canonical(value)).encode()).hexdigest()[:length]
 
 
-def content_digest(payload: Any, body: str, reference: str | None) -> str:
-    """What a judge sees of an item (its payload, or its body when it has none) and its reference."""
-    return digest([canonical(payload) if payload is not None else body, reference])
+def content_digest(seen: Any, sides: Any, reference: str | None) -> str:
+    """What a judge sees of an item (its payload or its body, the texts it compares) and its reference."""
+    return digest([seen, sides, reference])
 
 
 def prompts_digest(modules: Iterable[str | ModuleType]) -> str:

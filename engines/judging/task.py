@@ -71,9 +71,10 @@ class TaskItem:
 
     @cached_property
     def digest(self) -> str:
-        """What the judge sees (the payload, or the body when there is none) and the reference, as a
-        short hex digest: stored with the verdict, so an item whose content changed is judged anew."""
-        return content_digest(self.payload, self.body, self.reference)
+        """What the judge sees (the payload, or the body when there is none, and the compared texts)
+        and the reference, as a short hex digest: stored with the verdict, so an item whose content
+        changed is judged anew."""
+        return content_digest(self.body if self.payload is None else self.payload, self.sides, self.reference)
 
 
 @dataclass(frozen=True)
@@ -156,6 +157,11 @@ class Task(Protocol):
         """The variant as part of the judge's identity (e.g. "few/runs3@t1")."""
         ...
 
+    def judge_settings(self, variant: str, options: Any) -> Any:
+        """What the judge runs with beyond its options (e.g. token limits at their defaults), as a
+        value with a canonical form: part of the judge's identity, so a changed default is a new judge."""
+        ...
+
     def concurrency(self, variant: str, client: LLMClient, options: Any) -> int:
         """Items judged at once so the backend's slots stay busy."""
         ...
@@ -207,6 +213,9 @@ class TaskBase:
 
     def judge_variant(self, variant: str, options: Any) -> str:
         return variant
+
+    def judge_settings(self, variant: str, options: Any) -> Any:
+        return None
 
     def concurrency(self, variant: str, client: LLMClient, options: Any) -> int:
         return client.profile.max_concurrency

@@ -248,6 +248,9 @@ class ComponentsTask(TaskBase):
             payload=ComponentItem(text, spans, target),
         )
 
+    def judge_settings(self, variant: str, options: ComponentOptions) -> ClassifierSettings:
+        return settings_of(options)
+
     def judge_variant(self, variant: str, options: ComponentOptions) -> str:
         return judge_variant(variant, options.seed)
 

@@ -237,7 +237,8 @@ class PairwiseTask(TaskBase):
             raise ArgtuiError(f"--output {options.output}: the file name must end in .json or .csv")
 
     def items(self, ctx: TaskContext, options: PairwiseOptions) -> list[TaskItem]:
-        pairs = select_items(load_corpus(options.data), options.dimension, options.topics, options.limit, options.seed)
+        corpus = load_corpus(options.data)
+        pairs = select_items(corpus, options.dimension, options.topics, options.limit, options.seed)
         return [
             TaskItem(
                 pair.key,
@@ -245,6 +246,9 @@ class PairwiseTask(TaskBase):
                 f"Which argument is {DIM_ADVERB[pair.dimension]} stronger: A {pair.a_uid} or B {pair.b_uid}?",
                 reference=pair.expert,
                 payload=pair,
+                # The texts the judge reads, in the item's digest: other texts under the same ids are judged anew.
+                sides=(ItemSide(f"Argument A ({pair.a_uid})", corpus.argument(pair.topic_id, pair.a).text),
+                       ItemSide(f"Argument B ({pair.b_uid})", corpus.argument(pair.topic_id, pair.b).text)),
             )
             for pair in pairs
         ]
@@ -271,6 +275,9 @@ class PairwiseTask(TaskBase):
 
     def settings(self, variant: str, options: PairwiseOptions) -> JudgeSettings:
         return JudgeSettings(variant, options.mode, options.runs, options.temperature, options.run_requests)
+
+    def judge_settings(self, variant: str, options: PairwiseOptions) -> JudgeSettings:
+        return self.settings(variant, options)
 
     def judge_variant(self, variant: str, options: PairwiseOptions) -> str:
         return self.settings(variant, options).variant
