@@ -358,6 +358,16 @@ def test_random_json_lines_give_a_named_error_or_a_reading(tmp_path, values, rea
     assert names_a_file_of(read_error(BY_NAME[reader_name], folder, data), folder)
 
 
+def test_an_unpaired_surrogate_in_a_json_line_names_its_line_and_field(tmp_path):
+    """JSON can spell a lone surrogate (\\ud800), which no text encoding can store: a named error, not a crash."""
+    path = tmp_path / "critiques.jsonl"
+    good = {"position_id": "p1", "position": "Cities need cars.", "critique_id": "c1", "critique": "It ignores buses."}
+    bad = {**good, "critique_id": "c2", "critique": "bad \ud800"}
+    path.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n", encoding="utf-8")
+    with pytest.raises(DataFormatError, match=r"line 2: field 'critique': holds an unpaired surrogate"):
+        read_critiques(path)
+
+
 @FUZZ
 @given(rows=st.lists(st.lists(st.text(max_size=12), min_size=1, max_size=8), max_size=4),
        keep_header=st.booleans(), reader_name=st.sampled_from([r.name for r in READERS if r.kind == "csv"]))

@@ -85,19 +85,42 @@ def _byte_lines(handle: BinaryIO, chunk_size: int = 1 << 16) -> Iterator[bytes]:
         yield bytes(pending)
 
 
+def _unpaired_surrogate(value: Any, field: str | None = None) -> tuple[str | None, str] | None:
+    """(field, character) of the first string in `value` holding a lone UTF-16 surrogate, which JSON's
+    \\uD800-style escapes can spell but no text encoding (nor the database) can store."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return field, value[exc.start]
+        return None
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        found = _unpaired_surrogate(item, key if isinstance(key, str) else field)
+        if found is not None:
+            return found
+    return None
+
+
 def json_lines(path: Path) -> Iterator[tuple[int, Any]]:
     """(line number, value) of each non-blank line of a JSON-lines file."""
     for number, line in enumerate(text_lines(path), start=1):
         if not line.strip():
             continue
         try:
-            yield number, json.loads(line)
+            value = json.loads(line)
+            surrogate = _unpaired_surrogate(value) if "\\u" in line else None
         except json.JSONDecodeError as exc:
             raise DataFormatError(path, number, None, f"not valid JSON: {exc.msg} (column {exc.colno})") from None
         except RecursionError:
             raise DataFormatError(path, number, None, "JSON nested too deeply") from None
         except ValueError as exc:  # e.g. an integer of thousands of digits
             raise DataFormatError(path, number, None, f"not valid JSON: {exc}") from None
+        if surrogate is not None:
+            field, character = surrogate
+            problem = f"holds an unpaired surrogate ({character!r}), which no text can store"
+            raise DataFormatError(path, number, field, problem)
+        yield number, value
 
 
 EXTRA_CELLS = "\0extra"  # where DictReader puts the cells of a row longer than its header
