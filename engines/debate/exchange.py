@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Protocol, Sequence
 
 from engines.debate.opponent import BotTurn, PipelineEvent, StepFinished, StepStarted, TurnFailed
-from engines.debate.records import ComponentRecord, GriceRecord, StoredTurn
+from engines.debate.records import ComponentRecord, GriceRecord, MetricRecord, StoredTurn
 from engines.debate.session import DebateSession
 from engines.errors import ArgtuiError
 from engines.grice.types import GriceContext
@@ -56,9 +56,10 @@ class LiveJudges(Protocol):
         ...
 
     async def grice(
-        self, debate_id: int, turn: StoredTurn, context: GriceContext, strategy: str
+        self, debate_id: int, turn: StoredTurn, context: GriceContext, strategy: str,
+        on_maxim: Callable[[MetricRecord], None],
     ) -> tuple[StoredJudgment, GriceRecord]:
-        """The Grice maxims of a bot reply."""
+        """The Grice maxims of a bot reply; `on_maxim` is told each maxim's judgment as it finishes."""
         ...
 
     async def coach(self, debate_id: int, turn: StoredTurn) -> tuple[Any, float | None]:
@@ -133,6 +134,14 @@ class GriceStarted:
 
 
 @dataclass(frozen=True)
+class MaximJudged:
+    """One maxim of the reply is judged; the others may still run (`GriceStored` follows with them all)."""
+
+    turn: StoredTurn
+    metric: MetricRecord
+
+
+@dataclass(frozen=True)
 class GriceStored:
     turn: StoredTurn
     judgment: StoredJudgment
@@ -195,7 +204,7 @@ class ExchangeDone:
 
 ExchangeEvent = (
     MessageStored | ReplyStarted | BotProgress | ReplyStored | LabellingStarted | ComponentLabelled | LabelsStored
-    | LabellingFailed | GriceStarted | GriceStored | GriceFailed | CoachStarted | CoachScored
+    | LabellingFailed | GriceStarted | MaximJudged | GriceStored | GriceFailed | CoachStarted | CoachScored
     | CoachFailed | ExchangeDone
 )
 Emit = Callable[[ExchangeEvent], None]
@@ -315,7 +324,9 @@ class DebateExchange:
         emit(GriceStarted(turn, strategy))
         try:
             with clock.timed("grice"):
-                stored, record = await self.judges.grice(self.session.debate.id, turn, context, strategy)
+                stored, record = await self.judges.grice(
+                    self.session.debate.id, turn, context, strategy, lambda metric: emit(MaximJudged(turn, metric))
+                )
         except (ArgtuiError, StoreError) as exc:
             emit(GriceFailed(turn, one_line(exc)))
             return None

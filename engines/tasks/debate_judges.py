@@ -16,7 +16,7 @@ from typing import Any, Callable
 from engines.components.classifier import LIVE_SETTINGS
 from engines.components.records import text_key
 from engines.debate.exchange import StoredJudgment
-from engines.debate.records import ComponentRecord, GriceRecord, StoredTurn
+from engines.debate.records import ComponentRecord, GriceRecord, MetricRecord, StoredTurn
 from engines.grice import METRICS
 from engines.grice.types import GriceContext
 from engines.inspire.score import inspire_scores_by_debate, stored_turn_key
@@ -65,11 +65,15 @@ class TaskJudges:
         return stored, [ComponentRecord.of(result) for result in results]
 
     async def grice(
-        self, debate_id: int, turn: StoredTurn, context: GriceContext, strategy: str
+        self, debate_id: int, turn: StoredTurn, context: GriceContext, strategy: str,
+        on_maxim: Callable[[MetricRecord], None],
     ) -> tuple[StoredJudgment, GriceRecord]:
         options = default_options(GRICE)
         item = grice_item(debate_id, turn, context)
-        verdict = await GRICE.judge(self.ctx, item, strategy, self.client, options)
+        verdict = await GRICE.judge(
+            self.ctx, item, strategy, self.client, options,
+            on_metric=lambda judgment: on_maxim(MetricRecord.of(judgment)),
+        )
         judge = await judge_id(GRICE, self.client, strategy, options)
         # A write may wait for the database lock: off the event loop, which a screen shares.
         await asyncio.to_thread(JudgmentStore(self.ctx.db, GRICE.name).save, judge, [(item, verdict)])

@@ -23,7 +23,7 @@ import random
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Any, Literal, Sequence
+from typing import Annotated, Any, Callable, Literal, Sequence
 
 from engines.datasets.rad import TurnLabels, align_labels, read_rad_debates, read_rad_labels
 from engines.errors import ArgtuiError
@@ -358,11 +358,14 @@ class GriceTask(TaskBase):
         return self._reasons[1]
 
     async def judge(
-        self, ctx: TaskContext, item: TaskItem, variant: str, client: LLMClient, options: GriceOptions
+        self, ctx: TaskContext, item: TaskItem, variant: str, client: LLMClient, options: GriceOptions,
+        on_metric: Callable[[MetricJudgment], None] | None = None,
     ) -> Verdict:
+        """`on_metric` is told each metric's judgment as it finishes, before the verdict on them all
+        (a live debate shows the maxims one by one)."""
         grice: GriceItem = item.payload
         judgment = await judge_turn(
-            client, grice.context, variant, example_pool(options),
+            client, grice.context, variant, example_pool(options), on_metric,
             reasons=self._reason_cache(ctx.db), votes=options.votes, rationale=not options.no_rationale,
             metrics=grice.metrics, layout=options.layout,
         )
