@@ -28,7 +28,6 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Header, Input, OptionList, Static, TabbedContent, TabPane
-from textual.widgets.option_list import Option
 
 from engines.components.types import METHODS as COMPONENT_METHODS
 from engines.debate.levels import LEVELS, OpponentLevel, get_level
@@ -49,6 +48,7 @@ from engines.debate.exchange import (
     LabellingFailed,
     LabellingStarted,
     LabelsStored,
+    MaximJudged,
     MessageStored,
     ReplyStarted,
     ReplyStored,
@@ -65,11 +65,12 @@ from screens.debate_state import NO_MODEL, DebateState, Message, turns_text
 from screens.demo_notice import DemoNotice
 from screens.glossary import component_method_title, grice_strategy_title
 from screens.services import services
-from screens.widgets.chips import chip_legend, label_chip
+from screens.widgets.chips import chip_legend
 from screens.widgets.coach import CoachPanel
-from screens.widgets.evidence import evidence_view
+from screens.widgets.evidence import EvidencePanel
 from screens.widgets.judgment import GricePanel
-from screens.widgets.strategy import steps_panel
+from screens.widgets.parts import ComponentList
+from screens.widgets.strategy import StepsPanel
 from screens.widgets.transcript import RETRY_KEY, STEP_TITLES, TICK_S, MessageView, component_transcript
 from store import StoreError
 from store.debates import Debate, DebateRepository, TurnState
@@ -153,13 +154,13 @@ class DebateScreen(Screen):
                 yield Input(placeholder="Your argument… (Enter sends)", id="message")
             with TabbedContent(id="side", initial="steps-tab"):
                 with TabPane(SIDE_TABS["steps-tab"], id="steps-tab"):
-                    yield VerticalScroll(Static(id="steps"))
+                    yield VerticalScroll(StepsPanel(id="steps"))
                 with TabPane(SIDE_TABS["evidence-tab"], id="evidence-tab"):
-                    yield VerticalScroll(Static(id="evidence"))
+                    yield VerticalScroll(EvidencePanel(id="evidence"))
                 with TabPane(SIDE_TABS["grice-tab"], id="grice-tab"):
                     yield VerticalScroll(GricePanel(QUESTIONS_KEY, id="grice"))
                 with TabPane(SIDE_TABS["components-tab"], id="components-tab"):
-                    yield OptionList(id="component-list")
+                    yield ComponentList(id="component-list")
                 with TabPane(SIDE_TABS["coach-tab"], id="coach-tab"):
                     yield VerticalScroll(CoachPanel(enabled=self.settings.coach, id="coach"))
         yield Footer(compact=True)
@@ -481,12 +482,16 @@ class DebateScreen(Screen):
         elif isinstance(event, LabellingFailed):
             message.state, message.status, message.components = TurnState.FAILED, event.error, None
         elif isinstance(event, GriceStarted):
-            message.grice = GriceRecord(strategy=event.strategy)  # no metric yet: "judging…"
+            message.grice, message.grice_error = GriceRecord(strategy=event.strategy), ""  # no maxim yet: "judging…"
+        elif isinstance(event, MaximJudged):
+            judged = message.grice  # GriceStarted came first
+            message.grice = judged.model_copy(update={"metrics": {**judged.metrics, event.metric.metric: event.metric}})
         elif isinstance(event, GriceStored):
             message.grice = event.result
             self._say(Text(f"judged ({grice_strategy_title(event.result.strategy)}) in "
                            f"{event.result.seconds:.1f} s, {event.result.calls} calls"))
         elif isinstance(event, GriceFailed):
+            message.grice_error = event.error
             self._say(Text(f"Grice judging failed: {event.error}", style="red"))
 
     def _coach(self, event: CoachStarted | CoachScored | CoachFailed) -> None:
@@ -510,8 +515,6 @@ class DebateScreen(Screen):
             view = self._view_of(message)
             if view is not None:
                 view.refresh()
-            if self.state.selected is message and message.role == "assistant":
-                self.query_one("#steps", Static).update(steps_panel(message, self.level.steps))
 
     # ------------------------------------------------------------ stopping and retrying
 
@@ -645,20 +648,13 @@ class DebateScreen(Screen):
         if not self.app.is_running:  # the app is closing and its widgets are going
             return
         if message.role == "assistant":
-            self.query_one("#steps", Static).update(steps_panel(message, self.level.steps))
-            self.query_one("#evidence", Static).update(evidence_view(message.evidence))
-            self.query_one(GricePanel).post_message(GricePanel.Show(message.grice, message.error, message.judging_off))
+            self.query_one(StepsPanel).post_message(StepsPanel.Show(message, self.level.steps))
+            self.query_one(EvidencePanel).post_message(EvidencePanel.Show(message.evidence))
+            self.query_one(GricePanel).post_message(
+                GricePanel.Show(message.grice, message.error, message.grice_error, message.judging_off))
             return
-        options = self.query_one("#component-list", OptionList)
-        options.clear_options()
-        for index, component in enumerate(message.components or []):
-            options.add_option(Option(Text.assemble(label_chip(component.label), " ", component.span.text),
-                                      id=str(index)))
-        if message.judging_off:
-            options.add_option(Option(f"no labels: {message.judging_off}", disabled=True))
-        elif message.components is None:
-            waiting = {TurnState.RUNNING: "labelling…", TurnState.FAILED: "labelling failed"}.get(message.state)
-            options.add_option(Option(waiting or "labelling cancelled", disabled=True))
+        self.query_one(ComponentList).post_message(
+            ComponentList.Show(message.components, message.state, message.judging_off))
 
     def action_toggle_questions(self) -> None:
         panel = self.query_one(GricePanel)
@@ -681,8 +677,7 @@ class DebateScreen(Screen):
             return
         if message is not self.state.selected:
             self._show(self._view_of(message))
-        options = self.query_one("#component-list", OptionList)
-        self._open_component(options.highlighted or 0)
+        self._open_component(self.query_one(ComponentList).highlighted or 0)
 
     def _open_component(self, index: int) -> None:
         message = self.state.selected

@@ -52,7 +52,8 @@ class Message:
     turn: StoredTurn | None = None  # as stored
     state: TurnState = TurnState.RUNNING
     components: list[ComponentRecord] | None = None
-    grice: GriceRecord | None = None
+    grice: GriceRecord | None = None  # some maxims while they are judged
+    grice_error: str = ""  # why the Grice judging failed
     status: str = ""  # why the labelling failed
     error: str | None = None  # why the bot's turn failed
     steps: TurnSteps = field(default_factory=TurnSteps)
@@ -92,7 +93,7 @@ class Message:
             self.components = None
         else:
             self.content, self.steps, self.step_state, self.step_seconds = "", TurnSteps(), {}, {}
-            self.evidence, self.grice = (), None
+            self.evidence, self.grice, self.grice_error = (), None, ""
 
     def cancel(self) -> None:
         """Its work was cancelled: as in the store, no partial labels or reply are kept; the steps

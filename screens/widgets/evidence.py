@@ -1,5 +1,5 @@
-"""The evidence of a bot turn: every retrieved argument, what it was found for and how far
-the turn used it. One block of lines per argument, so it wraps in a narrow side panel."""
+"""The evidence of a bot turn (`EvidencePanel`): every retrieved argument, what it was found for and how
+far the turn used it. One block of lines per argument, so it wraps in a narrow side panel."""
 
 from __future__ import annotations
 
@@ -8,6 +8,9 @@ from typing import Sequence
 from rich.console import Group, RenderableType
 from rich.rule import Rule
 from rich.text import Text
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widgets import Static
 
 from engines.debate.records import EvidenceRow
 
@@ -39,3 +42,26 @@ def evidence_view(rows: Sequence[EvidenceRow]) -> RenderableType:
             blocks.append(Rule(style="dim"))
         blocks.append(evidence_row(row))
     return Group(*blocks)
+
+
+class EvidencePanel(Static):
+    """The Evidence tab: the evidence of the bot reply in view, told by its typed message."""
+
+    class Show(Message, bubble=False):
+        def __init__(self, rows: Sequence[EvidenceRow]) -> None:
+            super().__init__()
+            self.rows = tuple(rows)
+
+    rows: reactive[tuple[EvidenceRow, ...]] = reactive((), init=False)
+
+    def on_mount(self) -> None:
+        self._render_panel()
+
+    def on_evidence_panel_show(self, message: Show) -> None:
+        self.rows = message.rows
+
+    def watch_rows(self) -> None:
+        self._render_panel()
+
+    def _render_panel(self) -> None:
+        self.update(evidence_view(self.rows))

@@ -1,5 +1,5 @@
-"""The Steps tab of a bot turn: its steps with their state and time, the strategy card and the
-search queries. Lines with short labels, wrapped, so nothing is cut at the side panel's 30 columns."""
+"""The Steps tab of a bot turn (`StepsPanel`): its steps with their state and time, the strategy card and
+the search queries. Lines with short labels, wrapped, so nothing is cut at the side panel's 30 columns."""
 
 from __future__ import annotations
 
@@ -8,10 +8,13 @@ from typing import Sequence
 
 from rich.console import Group, RenderableType
 from rich.text import Text
+from textual.message import Message as PanelMessage
+from textual.reactive import reactive
+from textual.widgets import Static
 
 from engines.debate.schemas import SearchPlan, StrategyAnalysis
 from screens.debate_state import UNFINISHED, Message
-from screens.widgets.transcript import spinner
+from screens.widgets.transcript import TICK_S, spinner
 from store.debates import TurnState
 
 
@@ -70,3 +73,38 @@ def steps_panel(message: Message, steps: Sequence[tuple[str, str]]) -> Renderabl
     if message.steps.queries:
         parts += [Text(""), query_lines(message.steps.queries)]
     return Group(*parts)
+
+
+class StepsPanel(Static):
+    """The Steps tab: the bot reply in view, told by its typed message; its clocks move while a step runs."""
+
+    class Show(PanelMessage, bubble=False):
+        """Show this bot reply, whose opponent level has these `steps` (key, title)."""
+
+        def __init__(self, reply: Message, steps: Sequence[tuple[str, str]]) -> None:
+            super().__init__()
+            self.reply, self.steps = reply, tuple(steps)
+
+    # The reply changes in place as its steps run: every Show draws it again.
+    reply: reactive[Message | None] = reactive(None, init=False, always_update=True)
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.steps: tuple[tuple[str, str], ...] = ()
+
+    def on_mount(self) -> None:
+        self.set_interval(TICK_S, self._tick)
+
+    def on_steps_panel_show(self, message: Show) -> None:
+        self.steps = message.steps
+        self.reply = message.reply
+
+    def watch_reply(self) -> None:
+        self._render_panel()
+
+    def _tick(self) -> None:
+        if self.reply is not None and self.reply.state == TurnState.RUNNING:
+            self._render_panel()
+
+    def _render_panel(self) -> None:
+        self.update(steps_panel(self.reply, self.steps) if self.reply is not None else Text(""))

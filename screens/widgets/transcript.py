@@ -68,7 +68,8 @@ class MessageView(Static, can_focus=True):
         parts = [head + Text(m.content)]
         if m.turn is not None and m.turn.length_action:
             parts.append(Text(f"(reply over 60 words: {m.turn.length_action})", style="dim italic"))
-        parts.append(Text(f"Grice: not judged, {m.judging_off}", style="dim") if m.judging_off else grice_line(m.grice))
+        parts.append(Text(f"Grice: not judged, {m.judging_off}", style="dim") if m.judging_off
+                     else grice_line(m.grice, m.grice_error))
         return Group(*parts)
 
     def _labelling_line(self) -> Text | None:
