@@ -462,8 +462,7 @@ class DebateScreen(Screen):
             self._flush_reply()
             self._streaming = None
             stored = event.turn
-            message.turn, message.state, message.error, message.content = (
-                stored, stored.state, stored.error, stored.content)
+            message.turn, message.state, message.content = stored, stored.state, stored.content
             if event.bot is None:
                 self._say(Text(f"the bot's turn failed; {RETRY_KEY} runs it again, or send another message",
                                style="red"))

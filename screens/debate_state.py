@@ -55,7 +55,6 @@ class Message:
     grice: GriceRecord | None = None  # some maxims while they are judged
     grice_error: str = ""  # why the Grice judging failed
     status: str = ""  # why the labelling failed
-    error: str | None = None  # why the bot's turn failed
     steps: TurnSteps = field(default_factory=TurnSteps)
     step_state: dict[str, TurnState] = field(default_factory=dict)
     step_seconds: dict[str, float] = field(default_factory=dict)
@@ -76,19 +75,25 @@ class Message:
         steps = turn.steps or TurnSteps()
         return cls(
             turn.role, turn.content, turn, state=shown_state(turn), components=turn.components, grice=turn.grice,
-            error=turn.error, steps=steps, evidence=turn.evidence,
+            steps=steps, evidence=turn.evidence,
             step_state={step: TurnState.DONE for step, _ in STEPS if getattr(steps, step) is not None},
         )
+
+    @property
+    def error(self) -> str | None:
+        """Why the bot's turn failed, as stored."""
+        return self.turn.error if self.turn is not None else None
 
     @property
     def unfinished(self) -> bool:
         return self.state in UNFINISHED
 
     def begin(self, limit_s: float | None = None) -> None:
-        """The work on this message (re)starts: what an earlier run showed is cleared."""
+        """The work on this message (re)starts: what an earlier run showed is cleared (a bot reply's
+        failure goes with the stored turn it is given in place of the failed one)."""
         self.state, self.limit_s = TurnState.RUNNING, limit_s
         self.started = self.step_started = time.perf_counter()
-        self.status, self.error = "", None
+        self.status = ""
         if self.role == "user":
             self.components = None
         else:

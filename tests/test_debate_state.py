@@ -96,7 +96,12 @@ def test_working_and_the_transcript_target_follow_states_and_labels():
 
 
 def test_begin_follow_and_cancel_keep_no_partial_reply():
-    reply = Message("assistant", "old text", state="failed", error="boom", evidence=("row",))
+    reply = Message("assistant", "old text", StoredTurn(id=1, position=1, role="assistant", content="old text",
+                                                        state="failed", error="boom"),
+                    state="failed", evidence=("row",))
+    assert reply.error == "boom"  # as stored
+    reply.turn = StoredTurn(  # a stored running turn in its place, as the session starts one
+        id=1, position=1, role="assistant", content="", state="running")
     reply.begin(limit_s=60)
     assert (reply.state, reply.content, reply.error, reply.evidence, reply.limit_s) == ("running", "", None, (), 60)
     assert reply.clock().endswith("/60 s")
@@ -107,8 +112,6 @@ def test_begin_follow_and_cancel_keep_no_partial_reply():
     reply.follow(StepStarted("queries"))
     assert reply.step_seconds == {"strategy": 1.5} and reply.running_step == "queries"
     reply.content = "partial"
-    reply.turn = StoredTurn(  # a stored running turn, as the session starts one
-       id=1, position=1, role="assistant", content="", state="running")
     reply.cancel()
     assert (reply.state, reply.content, reply.turn.state) == ("cancelled", "", "cancelled")
     assert reply.step_state == {"strategy": "done", "queries": "cancelled"} and reply.turn.seconds > 0
