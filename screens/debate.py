@@ -415,7 +415,7 @@ class DebateScreen(Screen):
 
     def _show_event(self, event: ExchangeEvent, touched: list[Message]) -> None:
         if isinstance(event, MessageStored):
-            message = self.state.add_message(event.turn.content, event.turn)
+            message = self.state.add_message(event.turn)
             if self.judging_off:
                 message.state, message.judging_off = TurnState.DONE, NO_MODEL
             self.query_one("#log", VerticalScroll).mount(MessageView(message))
@@ -462,7 +462,7 @@ class DebateScreen(Screen):
             self._flush_reply()
             self._streaming = None
             stored = event.turn
-            message.turn, message.state, message.content = stored, stored.state, stored.content
+            message.turn, message.state = stored, stored.state
             if event.bot is None:
                 self._say(Text(f"the bot's turn failed; {RETRY_KEY} runs it again, or send another message",
                                style="red"))
@@ -504,8 +504,8 @@ class DebateScreen(Screen):
 
     def _flush_reply(self) -> None:
         view = self._streaming
-        if view is not None and self._pending_reply and self._pending_reply != view.message.content:
-            view.message.content = self._pending_reply
+        if view is not None and self._pending_reply and self._pending_reply != view.message.streamed:
+            view.message.streamed = self._pending_reply
             view.refresh(layout=True)
 
     def _tick(self) -> None:

@@ -45,11 +45,13 @@ def shown_state(turn: StoredTurn) -> TurnState:
 class Message:
     """One message of the conversation, the student's (`user`) or the bot's (`assistant`).
 
-    `reply` links a student message to the bot message answering it, `answers` the other way."""
+    What it says and why a reply failed are read from its stored turn; the rest is what the screen
+    follows while work on it runs. `reply` links a student message to the bot message answering it,
+    `answers` the other way."""
 
     role: str
-    content: str = ""
     turn: StoredTurn | None = None  # as stored
+    streamed: str = ""  # a bot reply being written: its text so far
     state: TurnState = TurnState.RUNNING
     components: list[ComponentRecord] | None = None
     grice: GriceRecord | None = None  # some maxims while they are judged
@@ -74,10 +76,17 @@ class Message:
     def stored(cls, turn: StoredTurn) -> Message:
         steps = turn.steps or TurnSteps()
         return cls(
-            turn.role, turn.content, turn, state=shown_state(turn), components=turn.components, grice=turn.grice,
+            turn.role, turn, state=shown_state(turn), components=turn.components, grice=turn.grice,
             steps=steps, evidence=turn.evidence,
             step_state={step: TurnState.DONE for step, _ in STEPS if getattr(steps, step) is not None},
         )
+
+    @property
+    def content(self) -> str:
+        """The reply so far while the bot writes it, else the message as stored."""
+        if self.role == "assistant" and self.state == TurnState.RUNNING:
+            return self.streamed
+        return self.turn.content if self.turn is not None else ""
 
     @property
     def error(self) -> str | None:
@@ -97,7 +106,7 @@ class Message:
         if self.role == "user":
             self.components = None
         else:
-            self.content, self.steps, self.step_state, self.step_seconds = "", TurnSteps(), {}, {}
+            self.streamed, self.steps, self.step_state, self.step_seconds = "", TurnSteps(), {}, {}
             self.evidence, self.grice, self.grice_error = (), None, ""
 
     def cancel(self) -> None:
@@ -107,7 +116,7 @@ class Message:
         if self.role == "user":
             self.components = None
         else:
-            self.content = ""
+            self.streamed = ""
             self.step_state = {step: TurnState.CANCELLED if state == TurnState.RUNNING else state
                                for step, state in self.step_state.items()}
             # as the session stores it
@@ -160,8 +169,8 @@ class DebateState:
         """Turns so far: each student message opens one, which its reply completes."""
         return sum(message.role == "user" for message in self.messages)
 
-    def add_message(self, text: str, turn: StoredTurn) -> Message:
-        message = Message("user", text, turn, components=turn.components)
+    def add_message(self, turn: StoredTurn) -> Message:
+        message = Message("user", turn, components=turn.components)
         self.messages.append(message)
         return message
 

@@ -54,7 +54,7 @@ def test_turns_count_messages_with_their_replies_not_messages(db):
     state = DebateState.opened(stored(db))
     assert state.turn_count == 1 and len(state.messages) == 2
     [turn] = stored(db, labelled=False, reply=None)
-    second = state.add_message("Uniforms save money.", turn)
+    second = state.add_message(turn)
     reply = state.add_reply(second)
     assert state.turn_count == 2 and state.messages[-2:] == [second, reply]
     assert (turns_text(1), turns_text(2), turns_text(0)) == ("1 turn", "2 turns", "0 turns")
@@ -62,7 +62,7 @@ def test_turns_count_messages_with_their_replies_not_messages(db):
 
 def test_a_new_reply_is_placed_right_after_its_message():
     state = DebateState()
-    turn_less = [Message("user", "first"), Message("user", "second")]
+    turn_less = [Message("user"), Message("user")]
     state.messages += turn_less
     reply = state.add_reply(turn_less[0])
     assert state.messages == [turn_less[0], reply, turn_less[1]] and reply.answers is turn_less[0]
@@ -70,7 +70,7 @@ def test_a_new_reply_is_placed_right_after_its_message():
 
 def test_retry_prefers_the_selected_turn_then_the_latest_unfinished_one():
     state = DebateState()
-    older, newer = Message("user", "a", state="failed"), Message("user", "b", state="done")
+    older, newer = Message("user", state="failed"), Message("user", state="done")
     state.messages += [older, newer]
     older_reply, newer_reply = state.add_reply(older), state.add_reply(newer)
     older_reply.state, newer_reply.state = "done", "cancelled"
@@ -83,7 +83,7 @@ def test_retry_prefers_the_selected_turn_then_the_latest_unfinished_one():
 
 def test_working_and_the_transcript_target_follow_states_and_labels():
     state = DebateState()
-    message = Message("user", "Uniforms reduce bullying.", state="done")
+    message = Message("user", state="done")
     state.messages.append(message)
     reply = state.add_reply(message)
     assert state.working() == [reply] and state.bot_working() is reply
@@ -96,10 +96,9 @@ def test_working_and_the_transcript_target_follow_states_and_labels():
 
 
 def test_begin_follow_and_cancel_keep_no_partial_reply():
-    reply = Message("assistant", "old text", StoredTurn(id=1, position=1, role="assistant", content="old text",
-                                                        state="failed", error="boom"),
-                    state="failed", evidence=("row",))
-    assert reply.error == "boom"  # as stored
+    reply = Message("assistant", StoredTurn(id=1, position=1, role="assistant", content="old text", state="failed",
+                                            error="boom"), state="failed", evidence=("row",))
+    assert (reply.content, reply.error) == ("old text", "boom")  # as stored
     reply.turn = StoredTurn(  # a stored running turn in its place, as the session starts one
         id=1, position=1, role="assistant", content="", state="running")
     reply.begin(limit_s=60)
@@ -111,7 +110,8 @@ def test_begin_follow_and_cancel_keep_no_partial_reply():
     reply.follow(StepFinished("strategy", steps, (), 1.5))
     reply.follow(StepStarted("queries"))
     assert reply.step_seconds == {"strategy": 1.5} and reply.running_step == "queries"
-    reply.content = "partial"
+    reply.streamed = "partial"
+    assert reply.content == "partial"  # while it is written
     reply.cancel()
     assert (reply.state, reply.content, reply.turn.state) == ("cancelled", "", "cancelled")
     assert reply.step_state == {"strategy": "done", "queries": "cancelled"} and reply.turn.seconds > 0
@@ -122,7 +122,7 @@ def test_begin_follow_and_cancel_keep_no_partial_reply():
 
 
 def test_a_message_restarted_loses_its_labels():
-    message = Message("user", "text", state="failed", status="backend down",
+    message = Message("user", state="failed", status="backend down",
                       components=[ComponentRecord(span=SpanRecord(start=0, end=4, text="text"), method="mad")])
     message.begin()
     assert (message.state, message.status, message.components, message.limit_s) == ("running", "", None, None)
