@@ -48,7 +48,7 @@ async def debate_mid_turn(app: ArgtuiApp, pilot: Pilot) -> None:
     screen = app.screen
     assert isinstance(screen, DebateScreen) and screen.session is not None
     earlier = screen.state.messages[-1]
-    message = screen.state.add_message(MESSAGE, screen.session.add_user_message(MESSAGE))
+    message = screen.state.add_message(screen.session.add_user_message(MESSAGE))
     message.begin()
     message.labels_after_reply = True
     reply = screen.state.add_reply(message)
@@ -60,7 +60,7 @@ async def debate_mid_turn(app: ArgtuiApp, pilot: Pilot) -> None:
         reply.follow(StepFinished(step, earlier.steps, tuple(earlier.evidence), seconds))
     reply.follow(StepStarted("reply"))
     reply.step_started = FROZEN_CLOCK - 2
-    reply.content = PARTIAL_REPLY
+    reply.streamed = PARTIAL_REPLY
     log = screen.query_one("#log", VerticalScroll)
     await log.mount_all([MessageView(message), MessageView(reply)])
     await pilot.pause()
