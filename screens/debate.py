@@ -674,8 +674,10 @@ class DebateScreen(Screen):
         message = self.state.transcript_message()
         if message is None:
             return
-        if message is not self.state.selected:
+        if message is not self.state.selected:  # its list is posted, not drawn yet: its first component
             self._show(self._view_of(message))
+            self._open_component(0)
+            return
         self._open_component(self.query_one(ComponentList).highlighted or 0)
 
     def _open_component(self, index: int) -> None:
