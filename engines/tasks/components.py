@@ -15,6 +15,7 @@ free text and stores it under the same judge names.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 from dataclasses import dataclass
@@ -366,5 +367,6 @@ async def label_text(
         client, text, spans, method, seed=options.seed, on_component=on_component, settings=settings_of(options),
         manager=manager, debaters=debaters,
     )
-    save_labelled_text(db, text, results, judge)
+    # A write may wait for the database lock: off the event loop, which the Debate screen shares.
+    await asyncio.to_thread(save_labelled_text, db, text, results, judge)
     return judge, results
