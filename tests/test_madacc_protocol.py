@@ -168,4 +168,8 @@ def test_the_table_has_the_papers_rows_columns_and_numbers(argtui_home, tmp_path
         assert numbers == [round(100 * value, 1) for value in expected]
         line = next(line for line in table.splitlines() if line.startswith(row["name"]))
         assert line.split()[-5:] == [f"{number:.1f}" for number in numbers]  # printed as percentages
+    # The supervised reference row, as the paper reports it (not run): last, macro F1 only.
+    reference = next(line for line in table.splitlines() if line.startswith("Cabessa et al. (2025)"))
+    assert reference.split()[-5:] == ["89.5", "–", "–", "–", "–"] and positions[-1] < table.index(reference)
+    assert out["summary"]["reference"] == {"name": "Cabessa et al. (2025)", "macro_f1": 89.5}
     assert json.loads(output.read_text())["table"] == out["summary"]

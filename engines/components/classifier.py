@@ -1,6 +1,7 @@
 """Argument component classification: vanilla, chain of thought, smart reasoning, and the MAD-ACC debate.
 
-MAD-ACC (seed 004): the Manager gives a distribution over the labels; its two
+MAD-ACC (seed 004): the Manager gives a distribution over the labels (from
+logprobs, or from sampled votes where the backend sends none); its two
 most probable labels go at random (seeded per component) to the Proponent
 and the Opponent, who debate for a number of rounds (2 rounds = 4 turns) at
 temperature 0.7; the Judge explains its verdict against the label
@@ -35,6 +36,9 @@ from engines.timing import Stopwatch
 TIE_ORDER = ("Premise", "Claim", "MajorClaim")
 DETERMINISTIC = 0.0
 VOTE_TEMPERATURE = 1.0
+# Without logprobs one answer is a point mass: the second label would always come from TIE_ORDER,
+# so the Manager samples this many votes instead.
+FALLBACK_VOTES = 5
 CUT = "length"  # the finish reason of an answer stopped by its token limit
 
 
@@ -47,7 +51,8 @@ class ClassifierSettings:
     debater_max_tokens: int = 2048
     judge_max_tokens: int = 4096  # the Judge's reason (mad) and smart reasoning's
     reasoning_max_tokens: int = 2048  # chain of thought
-    manager_votes: int = 1  # 1: distribution from logprobs; more: share of sampled votes
+    manager_votes: int = 1  # 1: distribution from logprobs (else `fallback_votes`); more: share of sampled votes
+    fallback_votes: int = FALLBACK_VOTES  # sampled votes when manager_votes is 1 and no logprobs came
     skip_threshold: float | None = None  # skip the debate when the Manager's top probability exceeds it
 
 
@@ -168,13 +173,20 @@ async def _smart_reasoning(
     )
 
 
+async def _manager_choice(agents: _Agents, messages: Sequence[Message], settings: ClassifierSettings) -> LabelChoice:
+    """The Manager's distribution: from logprobs, or the share of sampled votes when a label came without
+    them (that label alone would leave the second one to the tie order). An invalid answer stays as it is."""
+    choice = await agents.choose(agents.clients.manager, messages, votes=settings.manager_votes)
+    if not choice.valid or choice.source != "text" or settings.fallback_votes <= 1:
+        return choice
+    return await agents.choose(agents.clients.manager, messages, votes=settings.fallback_votes)
+
+
 async def _debate(
     agents: _Agents, document: str, span: Span, settings: ClassifierSettings, rng: random.Random
 ) -> ComponentResult:
     clients = agents.clients
-    manager = await agents.choose(
-        clients.manager, prompts.classify_messages(document, span.text), votes=settings.manager_votes
-    )
+    manager = await _manager_choice(agents, prompts.classify_messages(document, span.text), settings)
     top = max(manager.distribution.values(), default=0.0)
     if manager.valid and settings.skip_threshold is not None and top > settings.skip_threshold:
         return ComponentResult(

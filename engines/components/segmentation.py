@@ -12,12 +12,8 @@ from __future__ import annotations
 import re
 
 from engines.components.types import Span
+from engines.sentences import pieces, sentence_spans
 
-# Words that end with a period without ending the sentence.
-ABBREVIATIONS = frozenset(
-    "e.g i.e etc vs mr mrs ms dr prof st no fig approx cf al jr sr inc ltd co u.s u.k".split()
-)
-SENTENCE_END = re.compile(r"[.!?]+[\"'”’)\]]*(?=\s)|\n\s*\n|\n")
 # A clause boundary: the split falls before the connective, which is then trimmed.
 CLAUSE_BOUNDARY = re.compile(
     r";\s+|:\s+(?=[A-Z])"
@@ -51,34 +47,12 @@ MIN_WORDS = 3
 def segment(text: str) -> list[Span]:
     """Candidate components of `text`, in order, non-overlapping, each with its exact character span."""
     spans = []
-    for start, end in _pieces(text, SENTENCE_END, 0, len(text)):
-        for clause_start, clause_end in _pieces(text, CLAUSE_BOUNDARY, start, end):
+    for start, end in sentence_spans(text):
+        for clause_start, clause_end in pieces(text, CLAUSE_BOUNDARY, start, end):
             span = _trimmed(text, clause_start, clause_end)
             if span is not None:
                 spans.append(span)
     return spans
-
-
-def _pieces(text: str, boundary: re.Pattern, start: int, end: int) -> list[tuple[int, int]]:
-    """(start, end) of the parts of text[start:end] between boundary matches (abbreviations kept whole)."""
-    pieces, cursor = [], start
-    for match in boundary.finditer(text, start, end):
-        if match.group().startswith(".") and _is_abbreviation(text, cursor, match.start()):
-            continue
-        if match.start() > cursor:
-            pieces.append((cursor, match.start()))
-        cursor = match.end()
-    if cursor < end:
-        pieces.append((cursor, end))
-    return pieces
-
-
-def _is_abbreviation(text: str, start: int, period: int) -> bool:
-    word = re.search(r"([\w.]+)$", text[start:period])
-    if word is None:
-        return False
-    token = word.group(1).lower()
-    return token in ABBREVIATIONS or (len(token) == 1 and token.isalpha())
 
 
 def _trimmed(text: str, start: int, end: int) -> Span | None:

@@ -35,6 +35,7 @@ from engines.components import (
     label_components,
     segment,
 )
+from engines.components.classifier import FALLBACK_VOTES
 from engines.components.evaluation import ComponentItem, essay_items, evaluate, prediction_rows
 from engines.components.formatting import excerpt
 from engines.components.records import (
@@ -72,6 +73,8 @@ ROLE_OPTIONS = ("manager", "debaters")  # MAD-ACC roles that may run on a profil
 # The seed's Table 1: its rows in its order, and its columns.
 TABLE_ROWS = {"vanilla": "Vanilla", "cot": "Chain-of-Thought", "smart": "Smart Reasoning", "mad": "MAD-ACC"}
 TABLE_COLUMNS = ("method", "Macro F1", "W-F1", "MC", "Claim", "Premise")
+# The seed's supervised reference row: printed as the paper reports it (macro F1 only), never run here.
+REFERENCE_ROW = {"name": "Cabessa et al. (2025)", "macro_f1": 89.5}
 
 EXAMPLE_TEXTS = (
     "Cities should ban private cars from their centres. Traffic in the centre is slow and dangerous, "
@@ -102,7 +105,8 @@ class ComponentOptions(TaskOptions):
         "mad: skip the debate when the manager's top probability exceeds P", label="skip above P", metavar="P",
         role="judge")] = None
     votes: Annotated[PositiveCount | None, OptionInfo(
-        f"mad: manager votes (1: logprob distribution; default {DEFAULT_VOTES})", label="manager votes",
+        f"mad: manager votes (1: logprob distribution, or {FALLBACK_VOTES} sampled votes where the backend "
+        f"sends no logprobs; default {DEFAULT_VOTES})", label="manager votes",
         metavar="N", role="judge")] = None
     manager: Annotated[str | None, OptionInfo(
         "mad: backend profile of the Manager (default: the --judge profile)", label="manager profile",
@@ -309,17 +313,19 @@ class ComponentsTask(TaskBase):
         )
         rows = tuple(table_row(report.method, report.scores) for _, report in ranked)
         invalid = "; ".join(f"{TABLE_ROWS[report.method]} {report.scores.invalid}" for _, report in ranked)
+        reference = (f"{REFERENCE_ROW['name']} *", f"{REFERENCE_ROW['macro_f1']:.1f}", *("–",) * 4)
         table = ReportTable(
             "Table 1: classification performance (%)", TABLE_COLUMNS,
-            tuple((name, *(f"{value:.1f}" for value in values)) for name, *values in rows),
-            caption="overall: Macro F1, W-F1 (weighted F1); class-wise F1: MC (MajorClaim), Claim, Premise",
+            (*((name, *(f"{value:.1f}" for value in values)) for name, *values in rows), reference),
+            caption="overall: Macro F1, W-F1 (weighted F1); class-wise F1: MC (MajorClaim), Claim, Premise; "
+            "* supervised reference (fine-tuned), as the paper reports it, not run",
         )
         judges = "; ".join(f"{TABLE_ROWS[report.method]} {run.judge.name}" for run, report in ranked)
         return TaskReport(
             title="Methods side by side (Table 1 of the MAD-ACC paper)",
             tables=(table,),
             notes=(f"invalid answers (counted wrong): {invalid}", f"judges: {judges}"),
-            data={"rows": [
+            data={"reference": REFERENCE_ROW, "rows": [
                 {
                     "method": report.method, "name": name, "judge": run.judge.name, "macro_f1": macro,
                     "weighted_f1": weighted, "f1": dict(zip(LABELS, per_class)), "invalid": report.scores.invalid,
