@@ -12,7 +12,8 @@ or a list of replies used in turn, the last one repeating. `/models` lists
 `models`, owned by `owned_by`; `/version` and `/props` (beside `/v1`, as on
 vLLM and llama-server) answer only when given, and so does any path of `routes`
 (JSON by path). `ollama_fake` and `lmstudio_fake` answer their servers' identity
-endpoints and, like them, one choice per request whatever `n` asks.
+endpoints and, like them, one choice per request whatever `n` asks. `one_token_per_character`
+cuts its answers at their `max_tokens`, as a server does whose tokenizer takes a token per character.
 
 `dying_server` is a stand-in server executable that kills itself as it starts.
 
@@ -67,6 +68,16 @@ class Reply:
 def logprob_entry(token: str, logprob: float, top: Sequence[tuple[str, float]] = ()) -> dict:
     """One token of a choice's `logprobs.content`, with its top alternatives."""
     return {"token": token, "logprob": logprob, "top_logprobs": [{"token": t, "logprob": lp} for t, lp in top]}
+
+
+def char_logprobs(text: str, top_at: dict[int, Sequence[tuple[str, float]]]) -> list[dict]:
+    """`text` as one token per character (certain, logprob 0), except at the offsets of `top_at`,
+    whose characters carry those top alternatives and their own logprob among them."""
+    return [
+        logprob_entry(char, dict(top_at[offset]).get(char, 0.0), top_at[offset]) if offset in top_at
+        else logprob_entry(char, 0.0)
+        for offset, char in enumerate(text)
+    ]
 
 
 def chat_reply(
@@ -143,6 +154,26 @@ def schema_answer(text: str, delay_s: float = 0.0) -> Callable[[dict], Reply]:
         content = json.dumps(schema_instance(schema, text)) if schema else text
         reply = stream_reply(content) if body.get("stream") else chat_reply(*[content] * body.get("n", 1))
         return replace(reply, delay_s=delay_s)
+
+    return answer
+
+
+def one_token_per_character(content: str, refused_above: int | None = None) -> Callable[[dict], Reply]:
+    """An `answer` from a server whose tokenizer takes a token per character ("1.1.1…" on a real
+    one): `content` cut at the request's `max_tokens` (finish reason "length"), else whole (`n`
+    choices when asked for more). With `refused_above`, a `max_tokens` above it is refused with a
+    400 as vLLM refuses a request its context does not hold; no `max_tokens` is then taken as
+    what the context holds."""
+
+    def answer(body: dict) -> Reply:
+        cap = body.get("max_tokens")
+        if refused_above is not None and cap is not None and cap > refused_above:
+            return error_reply(400, f"This model's maximum context length is {refused_above} tokens.")
+        cap = cap if cap is not None else refused_above
+        cut = cap is not None and cap < len(content)
+        text = content[:cap] if cut else content
+        return chat_reply(*[text] * body.get("n", 1), finish_reason="length" if cut else "stop",
+                          completion_tokens=len(text) * body.get("n", 1))
 
     return answer
 

@@ -73,7 +73,8 @@ async def test_invalid_step_output_ends_the_turn_with_an_error_that_is_stored(db
     stored, outcome, failure = await session.bot_turn(events.append)
     assert outcome is None and isinstance(failure, TurnFailed)
     assert failure.step == "strategy" and '{"tone": "Loud"' in failure.raw
-    assert client.accounting.requests == 2  # retried once with a new seed, then given up
+    # Retried once with a new seed, then given up; each cut answer asked again with a larger cap first.
+    assert client.accounting.requests == 4
     assert stored.error.startswith("step strategy") and stored.content == ""
     assert stored.steps == TurnSteps(failed_step="strategy", raw=failure.raw) and stored.evidence == ()
     assert DebateRecords(repository).turns(debate.id)[1] == stored

@@ -4,7 +4,8 @@ What it owns (SPEC §3): bounded concurrency, connection reuse, deadlines that
 follow each call's token budget (`engines/llm/deadlines.py`), retries with
 backoff, the backend's adapter (`engines/llm/adapters.py`, found by the
 profile's kind or by asking the server once), label distributions from
-logprobs, token/latency accounting, and the persistent response cache keyed by
+logprobs, a schema-constrained answer cut at its cap asked again with a larger one
+(`engines/llm/reasking.py`), token/latency accounting, and the persistent response cache keyed by
 (model, messages, params, sample index). How requests travel is `engines/llm/transport.py`,
 the cache's keys and stored form `engines/llm/cache_codec.py`, reading answers
 `engines/llm/parsing.py`.
@@ -16,6 +17,7 @@ import asyncio
 from collections import Counter
 from contextlib import aclosing, contextmanager
 from contextvars import ContextVar
+from dataclasses import replace
 from typing import Any, AsyncIterator, Iterator, NoReturn, Protocol, Sequence, TypeVar
 
 from pydantic import BaseModel
@@ -32,6 +34,7 @@ from engines.llm.parsing import (
     parse_structured,
 )
 from engines.llm.profile import BackendKind, BackendProfile, Sampling
+from engines.llm.reasking import cut_short, larger_cap
 from engines.llm.transport import BACKOFF_BASE_S, Transport, normalise_base_url
 from engines.llm.types import (
     Accounting,
@@ -288,7 +291,7 @@ class LLMClient:
         `json_schema_constraint(Model)`.
         """
         sampling = self.profile.sampling.merged(sampling)
-        body, [key] = await self._body_and_keys(messages, sampling, 0, constraint or {}, 1)
+        body, [key] = await self._body_and_keys(messages, sampling, 0, constraint or {}, (0,))
         cached = self.cache.get(key) if self.cache and not _asking_anew.get() else None
         if cached is not None:
             completion = completion_from_cache(cached, 0)
@@ -336,16 +339,16 @@ class LLMClient:
         sampling: Sampling,
         top_logprobs: int,
         constraint: Constraint,
-        samples: int,
+        sample_indices: Sequence[int],
     ) -> tuple[dict, list[str]]:
-        """The request body and the cache keys of samples 0 … samples - 1."""
+        """The request body and the cache keys of the samples `sample_indices`."""
         model = await self.model()
         adapter = await self._backend()
         params: dict[str, Any] = {**sampling.as_request(), **adapter.request_fields(constraint)}
         if top_logprobs:
             params["logprobs"] = True
             params["top_logprobs"] = min(top_logprobs, MAX_TOP_LOGPROBS)
-        keys = [cache_key(self.endpoint, model, messages, params, i) for i in range(samples)]
+        keys = [cache_key(self.endpoint, model, messages, params, i) for i in sample_indices]
         return {"model": model, "messages": list(messages), **params}, keys
 
     async def _complete(
@@ -356,32 +359,63 @@ class LLMClient:
         top_logprobs: int,
         constraint: Constraint,
     ) -> list[Completion]:
+        """n answers of one prompt; those cut at their cap before their JSON ended asked again
+        once with a larger one (`engines/llm/reasking.py`)."""
         if n < 1:
             raise ValueError("n must be at least 1")
-        body, keys = await self._body_and_keys(messages, sampling, top_logprobs, constraint, n)
+        completions = await self._answers(messages, range(n), sampling, top_logprobs, constraint)
+        larger = larger_cap(sampling, constraint)
+        cut = [c.sample_index for c in completions if cut_short(c)]
+        if larger is None or not cut:
+            return completions
+        try:
+            again = await self._answers(messages, cut, larger, top_logprobs, constraint)
+        except BackendError as error:
+            if error.status != 400:
+                raise
+            # The first request differed only in its cap: the server's context does not hold this one.
+            again = await self._answers(messages, cut, larger.model_copy(update={"max_tokens": None}),
+                                        top_logprobs, constraint)
+        by_index = {completion.sample_index: completion for completion in completions}
+        for completion in again:  # what both calls cost goes with the answer
+            by_index[completion.sample_index] = replace(
+                completion, usage=by_index[completion.sample_index].usage + completion.usage
+            )
+        return list(by_index.values())
+
+    async def _answers(
+        self,
+        messages: Sequence[Message],
+        sample_indices: Sequence[int],
+        sampling: Sampling,
+        top_logprobs: int,
+        constraint: Constraint,
+    ) -> list[Completion]:
+        """The samples `sample_indices` of one prompt, from the cache or the server, in their order."""
+        body, keys = await self._body_and_keys(messages, sampling, top_logprobs, constraint, sample_indices)
         model = body["model"]
-        results: list[Completion | None] = [None] * n
+        key_of = dict(zip(sample_indices, keys))
+        results: dict[int, Completion] = {}
         if self.cache and not _asking_anew.get():
-            for i, key in enumerate(keys):
+            for i, key in key_of.items():
                 cached = self.cache.get(key)
                 if cached is not None:
                     results[i] = completion_from_cache(cached, i)
                     self.accounting.record(results[i].usage)
-        missing = [i for i, result in enumerate(results) if result is None]
+        missing = [i for i in sample_indices if i not in results]
         if missing:
             # Samples go in requests with n, so the prompt is prefilled once per request.
             size = (await self._backend()).max_n or len(missing)
             chunks = [missing[i : i + size] for i in range(0, len(missing), size)]
             requests = [(_chunk_request(body, chunk), chunk) for chunk in chunks]
             if self.defer is not None:  # raises RequestDeferred
-                self.defer.record(model, [(request, [keys[i] for i in chunk]) for request, chunk in requests])
+                self.defer.record(model, [(request, [key_of[i] for i in chunk]) for request, chunk in requests])
             batches = await asyncio.gather(*(self._post_completions(request, chunk) for request, chunk in requests))
-            fresh = [completion for batch in batches for completion in batch]
-            for completion in fresh:
+            for completion in (completion for batch in batches for completion in batch):
                 results[completion.sample_index] = completion
                 if self.cache:
-                    self.cache.put(keys[completion.sample_index], model, completion_to_cache(completion))
-        return [r for r in results if r is not None]
+                    self.cache.put(key_of[completion.sample_index], model, completion_to_cache(completion))
+        return [results[i] for i in sample_indices if i in results]
 
     async def _post_completions(self, body: dict, sample_indices: list[int]) -> list[Completion]:
         url = self._transport.next_url()

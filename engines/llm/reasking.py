@@ -1,5 +1,12 @@
 """Asking again after an answer that could not be used: the one way it is done.
 
+An answer constrained to a JSON schema and cut at its `max_tokens` before its JSON ended is
+asked again once, by the client itself, with the schema's worst-case cap (`larger_cap`; why
+two caps: `engines/llm/budget.py`); where the server refuses that cap (its context does not
+hold it), with no cap of argtui's, the server's context being the limit. The cut answer stays
+cached under the first cap's key and the new one under the larger cap's, so a rerun replays
+both from the cache and no call is given the cut answer as its final one.
+
 Within a call, `structured_until_valid` asks attempt after attempt until an answer validates.
 Each attempt has a sampling of its own (another seed or temperature), so the response cache,
 which keeps the failed answer under the first attempt's key, does not give it back, and a rerun
@@ -15,13 +22,40 @@ from typing import TYPE_CHECKING, Generic, Sequence, TypeVar
 
 from pydantic import BaseModel
 
+from engines.llm.adapters import Constraint
+from engines.llm.budget import worst_case_tokens
+from engines.llm.json_reader import UnreadableJSON, read_json
 from engines.llm.profile import Sampling
-from engines.llm.types import Structured, Usage
+from engines.llm.types import Completion, Structured, Usage
 
 if TYPE_CHECKING:
     from engines.llm.client import LLMClient, Message
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def cut_short(completion: Completion) -> bool:
+    """Whether the answer stopped at its `max_tokens` before its JSON ended."""
+    if completion.finish_reason != "length":
+        return False
+    try:
+        read_json(completion.text)
+    except UnreadableJSON:
+        return True
+    return False
+
+
+def larger_cap(sampling: Sampling, constraint: Constraint) -> Sampling | None:
+    """The sampling to ask a cut answer again with: `sampling` with the worst-case cap of the
+    JSON schema `constraint` holds; None when it holds none, or `sampling` asks for no cap or
+    already for the worst case."""
+    response_format = constraint.get("response_format") if isinstance(constraint, dict) else None
+    json_schema = response_format.get("json_schema") if isinstance(response_format, dict) else None
+    schema = json_schema.get("schema") if isinstance(json_schema, dict) else None
+    if not isinstance(schema, dict) or sampling.max_tokens is None:
+        return None
+    worst = worst_case_tokens(schema)
+    return sampling.model_copy(update={"max_tokens": worst}) if sampling.max_tokens < worst else None
 
 
 @dataclass(frozen=True)
