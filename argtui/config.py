@@ -24,6 +24,7 @@ from pydantic import BaseModel, ValidationError
 from engines.datasets.ukp_essays import DATA_ENV as UKP_ESSAYS_ENV
 from engines.debate.settings import DebateSettings
 from engines.errors import ArgtuiError
+from engines.inspire.settings import InspireSettings
 from engines.llm.embedded import EMBEDDED_MODEL_NAME
 from engines.llm.profile import EMBEDDED_PROFILE, BackendProfile
 from engines.retrieval.settings import RetrievalSettings
@@ -78,6 +79,7 @@ class Config:
     datasets: dict[str, str] = field(default_factory=dict)
     retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
     debate: DebateSettings = field(default_factory=DebateSettings)
+    inspire: InspireSettings = field(default_factory=InspireSettings)
 
     def profile(self, name: str | None = None) -> BackendProfile:
         """A configured profile by name; the default one when name is None."""
@@ -112,7 +114,7 @@ class Config:
             data["backends"] = backends
         if self.datasets:
             data["datasets"] = dict(self.datasets)
-        for name, settings in (("retrieval", self.retrieval), ("debate", self.debate)):
+        for name, settings in (("retrieval", self.retrieval), ("debate", self.debate), ("inspire", self.inspire)):
             table = settings.model_dump(exclude_defaults=True)
             if table:
                 data[name] = table
@@ -161,6 +163,7 @@ def load_config(paths: Paths | None = None) -> Config:
         config.datasets[dataset] = folder
     config.retrieval = _settings(file, "retrieval", RetrievalSettings, raw)
     config.debate = _settings(file, "debate", DebateSettings, raw)
+    config.inspire = _settings(file, "inspire", InspireSettings, raw)
     _apply_environment(config)
     if config.default_backend and config.default_backend != EMBEDDED_PROFILE:
         config.profile(config.default_backend)  # fail early on a dangling default

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from argtui.config import Config, load_config
 from engines.debate.settings import DebateSettings
+from engines.inspire.settings import InspireSettings
 from engines.llm.client import LLMClient
 from engines.llm.embedded import embedded_server, gguf_server
 from engines.llm.profile import EMBEDDED_PROFILE, BackendProfile
@@ -23,6 +24,7 @@ from engines.retrieval.types import ProgressCallback, Retriever
 from engines.secrets import redact
 
 if TYPE_CHECKING:  # the store loads SQLAlchemy: imported on the first database use, not at start-up
+    from engines.retrieval.types import FactSource
     from store import Database
 
 
@@ -38,6 +40,8 @@ class Runtime:
         self._clients: dict[str, LLMClient] = {}
         self._retriever: Retriever | None = None
         self._retriever_lock = asyncio.Lock()
+        self._fact_sources: dict[str, FactSource] = {}  # by source, the argument base's aside
+        self._fact_sources_lock = asyncio.Lock()
 
     @property
     def db(self) -> Database:
@@ -135,7 +139,35 @@ class Runtime:
                 self._retriever = await open_retriever(self.retrieval_settings, self.data_dir, on_progress)
             return self._retriever
 
+    @property
+    def inspire_settings(self) -> InspireSettings:
+        return self.config.inspire
+
+    def chosen_fact_source(self, source: str | None = None) -> str:
+        """`source`, else the config's [inspire] facts, else the argument base."""
+        from engines.inspire.fact_sources import BASE
+
+        return source or self.inspire_settings.facts or BASE
+
+    async def fact_source(self, source: str | None = None) -> FactSource:
+        """What InspireScore checks claims against: `source`, else the config's [inspire] facts,
+        else the argument base; each opened once (the first use of a JSONL file indexes it)."""
+        from engines.inspire.fact_sources import open_fact_source
+
+        chosen = self.chosen_fact_source(source)
+        async with self._fact_sources_lock:
+            if chosen not in self._fact_sources:
+                variable = self.inspire_settings.facts_api_key_env
+                self._fact_sources[chosen] = await open_fact_source(
+                    chosen, self.retriever, self.data_dir, (os.environ.get(variable) or None) if variable else None
+                )
+            return self._fact_sources[chosen]
+
     async def aclose(self) -> None:
+        for source in self._fact_sources.values():
+            if source.retriever is not self._retriever:
+                await source.retriever.aclose()
+        self._fact_sources.clear()
         if self._retriever is not None:
             await self._retriever.aclose()
             self._retriever = None

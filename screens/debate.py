@@ -78,6 +78,7 @@ from store.debates import Debate, DebateRepository, TurnState
 REPLY_REFRESH_S = 0.05  # stream the reply at about 20 updates per second
 QUESTIONS_KEY = "F2"
 NOTICE_KEY = "F8"
+COACH_DETAILS_KEY = "F6"
 # The side panel's tabs, named once; app.tcss fits them whole in its narrowest width (at 80×24).
 SIDE_TABS = {"steps-tab": "Steps", "evidence-tab": "Evidence", "grice-tab": "Grice", "components-tab": "Parts",
              "coach-tab": "Coach"}
@@ -125,6 +126,8 @@ class DebateScreen(Screen):
         Binding("f4", "next_tab", "Tabs", key_display="f3/f4", tooltip="Next tab of the side panel"),
         Binding("f3", "previous_tab", "Previous panel", show=False, tooltip="Previous tab of the side panel"),
         Binding("f8", "toggle_notice", "Demo notice", show=False, tooltip="Show the whole demo notice or one line"),
+        Binding("f6", "toggle_coach_details", "Coach details", show=False,  # the Coach tab names it
+                tooltip="Show or hide what the Coach could not read (parser diagnostics, unreadable answers)"),
     ]
 
     def __init__(self, debate_id: int):
@@ -162,7 +165,7 @@ class DebateScreen(Screen):
                 with TabPane(SIDE_TABS["components-tab"], id="components-tab"):
                     yield ComponentList(id="component-list")
                 with TabPane(SIDE_TABS["coach-tab"], id="coach-tab"):
-                    yield VerticalScroll(CoachPanel(enabled=self.settings.coach, id="coach"))
+                    yield VerticalScroll(CoachPanel(COACH_DETAILS_KEY, enabled=self.settings.coach, id="coach"))
         yield Footer(compact=True)
 
     @property
@@ -654,6 +657,11 @@ class DebateScreen(Screen):
             return
         self.query_one(ComponentList).post_message(
             ComponentList.Show(message.components, message.state, message.judging_off))
+
+    def action_toggle_coach_details(self) -> None:
+        panel = self.query_one(CoachPanel)
+        panel.show_details = not panel.show_details
+        self.query_one("#side", TabbedContent).active = "coach-tab"
 
     def action_toggle_questions(self) -> None:
         panel = self.query_one(GricePanel)

@@ -15,6 +15,7 @@ from engines.retrieval.settings import RetrievalSettings
 from engines.retrieval.types import ProgressCallback, Retriever
 
 if TYPE_CHECKING:
+    from engines.retrieval.types import FactSource
     from store import Database
 
 
@@ -49,6 +50,14 @@ class Services(Protocol):
     async def status(self, name: str | None = None) -> BackendStatus: ...
 
     async def retriever(self, on_progress: ProgressCallback | None = None) -> Retriever: ...
+
+    def chosen_fact_source(self, source: str | None = None) -> str:
+        """The fact source `fact_source(source)` opens, as its name."""
+        ...
+
+    async def fact_source(self, source: str | None = None) -> FactSource:
+        """What the Coach checks claims against: the config's [inspire] facts, else the argument base."""
+        ...
 
     @property
     def data_dir(self) -> Path: ...

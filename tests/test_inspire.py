@@ -15,7 +15,7 @@ from engines.debate.records import DebateRecords, TurnSteps
 from engines.debate.schemas import FinalSelection, StrategyAnalysis
 from engines.inspire.facts import VERDICTS, check_facts, judge_claim, states_word_for_word
 from engines.judging.store import JudgmentStore
-from engines.tasks.inspire import turn_judgment
+from engines.tasks.inspire_turns import turn_judgment
 from engines.inspire.score import DIMENSION_TITLES, DIMENSIONS, inspire_scores_by_debate
 from engines.llm.client import LLMClient
 from engines.retrieval.embedded import EmbeddedIndex, TantivyRetriever
@@ -53,8 +53,9 @@ async def test_a_claim_the_index_supports_is_supported_with_the_fixtures_evidenc
     assert unrelated.verdict == "no evidence" and unrelated.evidence_ids == () and no_usage.calls == 0
 
 
-def test_a_claim_is_stated_by_a_passage_only_as_whole_words():
-    assert states_word_for_word("School UNIFORMS reduce   bullying, a study says", "Uniforms reduce bullying.")
+def test_a_claim_is_stated_by_a_passage_only_as_a_whole_sentence():
+    assert states_word_for_word("A study ran. School UNIFORMS reduce   bullying!", "school uniforms reduce bullying.")
+    assert not states_word_for_word("School UNIFORMS reduce bullying, a study says", "Uniforms reduce bullying.")
     assert not states_word_for_word("School uniforms reduce bullying", "forms reduce bullying")
     assert not states_word_for_word("School uniforms reduce bullying", "uniforms bullying")
 
@@ -140,11 +141,11 @@ def test_candidates_become_preference_pairs_that_trl_reads(patient_profile, tmp_
     bot = [t for t in map(turn_judgment, store.latest(judge.judge).values()) if t.role == "assistant"]
     assert len(bot) == 1 and len(bot[0].candidates) == 3  # one request with n = 3
     replies = bot[0].scored_replies()
-    expected = int(len(replies) >= 2 and max(v for _, v in replies) > min(v for _, v in replies))
+    expected = int(bot[0].preferred_pair() is not None)
 
     output = tmp_path / "pairs.jsonl"
     code = main(["export", "preferences", "--output", str(output)])
-    if not expected:  # every reply scored the same (the embedded model often gives 0.0): no pair to train on
+    if not expected:  # every reply scored the same on the dimensions both have: no pair to train on
         print(f"all {len(replies)} scored replies tie: the export refuses", file=sys.stderr)
         assert code == 1 and not output.exists()
         return
@@ -155,4 +156,6 @@ def test_candidates_become_preference_pairs_that_trl_reads(patient_profile, tmp_
         assert all(isinstance(line[name], str) and line[name] for name in TRL_DPO_FIELDS)
         assert line["score_chosen"] > line["score_rejected"]
         assert line["chosen"] != line["rejected"]
+        assert line["dimensions"] and set(line["dimensions"]) <= set(DIMENSIONS)
+        assert line["coverage_chosen"][0] >= len(line["dimensions"]) and line["coverage_chosen"][1] == len(DIMENSIONS)
         assert line["prompt"].startswith("Debate topic: School uniforms should be mandatory")

@@ -26,7 +26,7 @@ ENGINE_LAYERS = (
     {"judging"},  # the one judgment core: tasks' protocol, runner, verdicts, their store
     {"llm", "retrieval", "metrics"},
     {"datasets"},  # readers of the bundled corpora and of data files (batch files too)
-    {"errors", "output", "secrets", "terminal_text", "timing"},
+    {"errors", "output", "secrets", "sentences", "terminal_text", "timing"},
 )
 SIDEWAYS = {
     "debate": {"components", "grice"},  # a live debate labels each turn's components and judges it by Grice

@@ -29,6 +29,7 @@ from engines.debate.opponent import ReplyRejected, StepFinished, StepStarted, Tu
 from engines.debate.records import DebateRecords
 from engines.debate.session import DEFAULT_COMPONENT_METHOD, DEFAULT_GRICE_STRATEGY, DebateSession, JudgingChoice
 from engines.errors import ArgtuiError
+from engines.inspire.coaching import coach_lines
 from engines.judging.task import canonical_variant, task
 from engines.llm.client import LLMClient
 from engines.output import OutputError, check_target, write_text_file
@@ -212,9 +213,8 @@ class _ExchangePrinter:
             labels = ", ".join(f"{c.label or 'invalid'}: {c.span.text[:40]!r}" for c in event.components)
             self._line(f"  components: {labels}")
         elif isinstance(event, CoachScored):
-            score = event.judgment.score
-            self._line(f"  Coach: {score.summary()}")
-            self._line(f"  Coach's weakest: {score.weakest_explanation}")
+            for line in coach_lines(event.judgment.score, event.judgment.dialogue):
+                self._line(f"  {line}")
         elif isinstance(event, (GriceFailed, LabellingFailed, CoachFailed)):
             what = {GriceFailed: "Grice judging", LabellingFailed: "component labelling", CoachFailed: "Coach"}
             self._line(f"  {what[type(event)]} failed: {event.error}", style="red")

@@ -19,8 +19,9 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "preferences",
         help="DPO preference pairs (prompt, chosen, rejected) from scored reply candidates, as JSONL",
-        description="Per bot turn scored with `argtui eval inspire --candidates K`: its highest- against its "
-        "lowest-scoring reply, with both overall InspireScores (score_chosen, score_rejected).",
+        description="Per bot turn scored with `argtui eval inspire --candidates K`: the two replies furthest apart "
+        "on the InspireScore dimensions both have, with both replies' means over those (score_chosen, "
+        "score_rejected), the shared dimensions and how many dimensions each reply was scored on.",
     )
     parser.add_argument("--judge", metavar="NAME", help="only this judge's scores (the name `argtui eval` prints)")
     parser.add_argument("--output", type=Path, metavar="PATH", help="write here instead of stdout")

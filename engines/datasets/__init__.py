@@ -178,11 +178,12 @@ def _checked_header(
 
 def read_csv_rows(
     path: Path, required: tuple[str, ...], delimiter: str = ",", *, known: tuple[str, ...] | None = None,
-    encoding: str = "utf-8",
+    encoding: str = "utf-8", quoting: int = csv.QUOTE_MINIMAL,
 ) -> Iterator[tuple[int, dict[str, str]]]:
     """(line number, row) for each data row; a missing column (or, given `known`, an unknown
-    one) fails with the file named."""
-    reader = csv.DictReader(text_lines(path, encoding), delimiter=delimiter, restkey=EXTRA_CELLS)
+    one) fails with the file named. `quoting=csv.QUOTE_NONE` for a format whose cells may start
+    with a quote that is text (tab-separated files without quoting)."""
+    reader = csv.DictReader(text_lines(path, encoding), delimiter=delimiter, restkey=EXTRA_CELLS, quoting=quoting)
     _checked_header(path, lambda: reader.fieldnames, required, known)
     yield from _checked_rows(path, reader)
 

@@ -1,1 +1,1 @@
-"""InspireScore: subjective scores, logical validity and factual truthfulness of debate turns."""
+"""InspireScore: subjective scores, logical validity and support by the argument base of debate turns."""

@@ -1,21 +1,28 @@
-"""Factual truthfulness (S_FA) against the argument base the bot retrieves from.
+"""Support by a reference base (S_FA in the seed's terms): the text's factual claims
+checked against the argument base the bot retrieves from, or a fact source apart from it
+(`engines.inspire.fact_sources`).
 
-A text's atomic factual claims are extracted (JSON); each claim's evidence is the
-best arguments the active index (tantivy or Elasticsearch) returns for it; a claim
-the index returns nothing for has no evidence, and one an evidence passage states
-word for word (letter case, spacing and punctuation aside) is supported, both
-with no model call; otherwise the model chooses supported / contradicted / no
-evidence with the evidence in the prompt. S_FA is the share of claims supported (an unreadable verdict is not).
+A text's atomic factual claims are extracted (JSON); a claim not grounded in the text (an
+echo of the prompt or of the topic) is dropped before any verdict. Each claim's evidence is
+the best passages the source returns for it, leaving out the arguments the judged turn
+retrieved or quoted (`exclude`) and every passage the text itself quotes: a bot reply that
+repeats an argument cannot be its own evidence. A claim with no evidence left has none; a
+claim that a whole sentence of a passage states word for word (letter case, spacing and
+punctuation aside, so "There is no evidence that X" never states "X") is supported, both
+with no model call; otherwise the model chooses supported / contradicted / no evidence with
+the evidence in the prompt. S_FA is the share of claims supported (an unreadable verdict is not).
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Literal, Sequence
+from typing import Annotated, Collection, Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
+from engines.sentences import sentence_spans
 from engines.inspire import prompts
+from engines.inspire.grounding import grounded
 from engines.llm.budget import max_tokens_for
 from engines.llm.client import LLMClient
 from engines.llm.profile import Sampling
@@ -25,6 +32,11 @@ from engines.retrieval.types import Retriever
 MAX_CLAIMS = 4  # per text: keeps extraction short and the verdict calls few
 CLAIM_CHARS = 160
 EVIDENCE_K = 3  # arguments retrieved per claim
+# A passage the text repeats a sentence of (this many words or more) is quoted, not evidence;
+# shorter sentences ("Yes.", "That is wrong.") are repeated by chance.
+QUOTE_MIN_WORDS = 6
+QUOTE_MARGIN = 3  # passages retrieved beyond k, so that dropping quoted ones still leaves k
+ARGUMENT_BASE = "argument base"  # `FactCheck.source` of checks against the debate's argument base
 VERDICTS = ("supported", "contradicted", "no evidence")
 FactLabel = Literal["supported", "contradicted", "no evidence"]
 
@@ -67,17 +79,25 @@ class FactVerdict(BaseModel):
 
 
 class FactCheck(BaseModel):
-    """The claims of a text and their verdicts; `error`/`raw` when the extraction was unreadable."""
+    """The claims of a text and their verdicts; `error`/`raw` when the extraction was unreadable.
+    Checks stored before `source` and `dropped` were kept read as against the argument base, none dropped."""
 
     model_config = ConfigDict(frozen=True)
 
     verdicts: tuple[FactVerdict, ...] = ()
     error: str | None = None
     raw: str = ""
+    source: str = ARGUMENT_BASE  # what the claims were checked against
+    dropped: int = 0  # extracted claims not grounded in the text, dropped before any verdict
 
     @property
     def valid(self) -> bool:
         return self.error is None
+
+    @property
+    def title(self) -> str:
+        """The dimension as it measures: "supported by the argument base" or "… by the fact source …"."""
+        return f"supported by the {self.source}"
 
     @property
     def score(self) -> float | None:
@@ -99,10 +119,16 @@ async def extract_claims(client: LLMClient, topic: str, text: str) -> tuple[list
     return [claim for claim in claims if claim], result.raw, None, result.usage
 
 
-async def judge_claim(client: LLMClient, retriever: Retriever, claim: str) -> tuple[FactVerdict, Usage]:
-    """The claim's evidence from the index, and the model's verdict on it."""
-    hits = await retriever.search(claim, k=EVIDENCE_K)
-    evidence = tuple(Evidence(id=hit.argument.id, text=hit.argument.text, score=hit.score) for hit in hits)
+async def judge_claim(
+    client: LLMClient, retriever: Retriever, claim: str, exclude: Collection[str] = (), quoted_by: str = ""
+) -> tuple[FactVerdict, Usage]:
+    """The claim's evidence from the source, and the model's verdict on it. Arguments with ids in
+    `exclude` and passages `quoted_by` (the judged text) quotes are never its evidence."""
+    hits = await retriever.search(claim, k=EVIDENCE_K + (QUOTE_MARGIN if quoted_by else 0), exclude=exclude)
+    evidence = tuple(
+        Evidence(id=hit.argument.id, text=hit.argument.text, score=hit.score)
+        for hit in hits if not (quoted_by and quotes(quoted_by, hit.argument.text))
+    )[:EVIDENCE_K]
     if not evidence:
         return FactVerdict(claim=claim, verdict="no evidence"), Usage()
     if any(states_word_for_word(item.text, claim) for item in evidence):
@@ -117,9 +143,25 @@ async def judge_claim(client: LLMClient, retriever: Retriever, claim: str) -> tu
     ), choice.usage
 
 
+def sentences(passage: str) -> list[str]:
+    """The passage's sentences, as the component segmentation splits them."""
+    return [passage[start:end] for start, end in sentence_spans(passage)]
+
+
 def states_word_for_word(passage: str, claim: str) -> bool:
-    """Whether the passage contains the claim's words in order, letter case, spacing and punctuation aside."""
-    return _words(claim) in _words(passage)
+    """Whether a whole sentence of the passage is the claim, letter case, spacing and punctuation
+    aside: words inside a longer sentence may be negated or qualified by the rest of it."""
+    words = _words(claim)
+    return words.strip() != "" and any(_words(sentence) == words for sentence in sentences(passage))
+
+
+def quotes(text: str, passage: str) -> bool:
+    """Whether `text` repeats a sentence of the passage of `QUOTE_MIN_WORDS` words or more."""
+    said = _words(text)
+    return any(
+        len(words.split()) >= QUOTE_MIN_WORDS and words in said
+        for words in map(_words, sentences(passage))
+    )
 
 
 def _words(text: str) -> str:
@@ -127,13 +169,19 @@ def _words(text: str) -> str:
     return " " + " ".join("".join(ch if ch.isalnum() else " " for ch in text.lower()).split()) + " "
 
 
-async def check_facts(client: LLMClient, retriever: Retriever, topic: str, text: str) -> tuple[FactCheck, Usage]:
-    """Every claim of `text` judged against the argument base, the claims concurrently."""
+async def check_facts(
+    client: LLMClient, retriever: Retriever, topic: str, text: str, exclude: Collection[str] = (),
+    source: str = ARGUMENT_BASE,
+) -> tuple[FactCheck, Usage]:
+    """Every claim of `text` grounded in it, judged against `retriever` (named `source`), the
+    claims concurrently; the arguments in `exclude` and the passages the text quotes are no evidence."""
     claims, raw, error, usage = await extract_claims(client, topic, text)
     if claims is None:
-        return FactCheck(error=f"claims: {error}", raw=raw), usage
-    judged = await asyncio.gather(*(judge_claim(client, retriever, claim) for claim in claims))
-    return FactCheck(verdicts=tuple(v for v, _ in judged), raw=raw), usage + Usage.total(u for _, u in judged)
+        return FactCheck(error=f"claims: {error}", raw=raw, source=source), usage
+    kept = [claim for claim in claims if grounded(claim, text)]
+    judged = await asyncio.gather(*(judge_claim(client, retriever, claim, exclude, text) for claim in kept))
+    check = FactCheck(verdicts=tuple(v for v, _ in judged), raw=raw, source=source, dropped=len(claims) - len(kept))
+    return check, usage + Usage.total(u for _, u in judged)
 
 
 def evidence_text(verdicts: Sequence[FactVerdict]) -> list[str]:

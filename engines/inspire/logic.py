@@ -1,10 +1,22 @@
 """InspireScore's logical validity: derivations in a small first-order syntax, checked by z3.
 
 A model translates an argument into derivations (`translate`): premises and a conclusion,
-each a formula. A derivation is valid when its premises entail its conclusion, that is when
-premises ∧ ¬conclusion is unsatisfiable (`check_derivation`). S_LV is the share of valid
-derivations (`logical_validity`); a derivation that does not parse, or whose check runs out
-of time, counts as not valid.
+each a formula. `check_derivation` gives each derivation one verdict (`Status`), decided in
+this order:
+
+* ``unparsed``: a formula does not parse, or a predicate has two arities; the error names the
+  formula, the line and the column.
+* ``circular``: the conclusion is one of the premises (the same syntax tree): it only restates it.
+* ``inconsistent``: the premises contradict each other (they are unsatisfiable), so they
+  entail anything (ex falso): not a sound step, whatever the conclusion.
+* ``valid``: the premises entail the conclusion (premises ∧ ¬conclusion is unsatisfiable).
+* ``invalid``: they do not; the check carries a `CounterModel`, a world read from z3's model in
+  which every premise holds and the conclusion fails.
+* ``timeout``: z3 could not decide in time, or at all (``unknown``).
+
+S_LV (`logical_validity`) is the share of valid derivations among the measured ones (valid,
+invalid, inconsistent, circular); it is None when none is measured: a derivation the model
+could not formalise, or one the solver could not decide, says nothing about the argument.
 
 Formula syntax
 --------------
@@ -18,11 +30,11 @@ Formula syntax
   enclosing quantifier is that variable; any other name is a constant (``socrates``;
   capitalised ones like ``Socrates`` are constants too, distinct from ``socrates``). There
   are no function symbols and no equality. A free variable is therefore a constant: write
-  the quantifier.
+  the quantifier. ``forall`` and ``exists`` are reserved: never a variable or a constant.
 * Quantifiers: ``forall x. φ`` and ``exists x. φ`` (also ``∀x. φ``, ``∃x. φ``); several
-  variables at once: ``forall x y. φ``; the dot is optional: ``∀x (P(x) → Q(x))``. The scope
-  of a quantifier reaches as far right as possible: ``forall x. A(x) -> B(x)`` is
-  ``forall x. (A(x) -> B(x))``.
+  variables at once: ``forall x y. φ``; the dot is optional: ``∀x (P(x) → Q(x))``,
+  ``forall x exists y Loves(x, y)``. The scope of a quantifier reaches as far right as
+  possible: ``forall x. A(x) -> B(x)`` is ``forall x. (A(x) -> B(x))``.
 * Connectives, from tightest to loosest binding:
 
   ====================  ==============  =====================
@@ -47,28 +59,42 @@ Examples::
     forall x y. Parent(x, y) -> Older(x, y)
 
 A formula that does not parse gives a `FormulaError` with the formula, which one (premise
-N or the conclusion), the line and column, and what was expected there.
+N or the conclusion), the line and column, and what was expected there. `formula_text` prints
+a syntax tree back in one of three styles (ASCII, Unicode, ASCII with dots); each parses back
+to the same tree.
+
+A derivation on one line of text (`argtui logic check`): ``premise ; premise |- conclusion``
+(``⊢`` for ``|-``; no premise: ``|- conclusion``); `check_lines` checks a file of them, blank
+lines and ``#`` comments skipped, and places a parse error at its line and column in the file.
 
 The solver: z3 over one uninterpreted sort ``Entity`` (non-empty), each predicate a function
 from ``Entity``ⁿ to Bool. Each check gets its own z3 context, so checks may run in threads at
-once (`check_derivations` runs them off the event loop), and a time limit (z3's ``timeout``):
-a check z3 cannot decide in time, or at all (``unknown``), counts as ``timeout``.
+once (`check_derivations` runs them off the event loop), and a time limit (z3's ``timeout``).
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from functools import cache
-from typing import Annotated, Literal, Sequence
+from typing import Iterable, Literal, Sequence
 
 import z3
 from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedToken
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict
 
 from engines.errors import ArgtuiError
-from engines.inspire.logic_prompts import LOGIC_PROMPT, logic_prompt
+from engines.inspire.logic_prompts import EXAMPLES, LOGIC_PROMPT, logic_prompt
+from engines.inspire.logic_schema import (
+    FORMULA_MAX_CHARS,
+    MAX_DERIVATIONS,
+    MAX_PREMISES,
+    TEXT_MAX_CHARS,
+    Derivation,
+    LogicTranslation,
+)
 from engines.llm.budget import max_tokens_for
 from engines.llm.client import LLMClient
 from engines.llm.profile import Sampling
@@ -76,34 +102,50 @@ from engines.llm.types import Structured
 from engines.timing import Stopwatch
 
 __all__ = [
-    "LOGIC_PROMPT", "Derivation", "DerivationCheck", "FormulaError", "LogicTranslation", "Status",
-    "check_derivation", "check_derivations", "logical_validity", "parse_formula", "translate",
+    "FORMULA_MAX_CHARS", "LOGIC_PROMPT", "MAX_DERIVATIONS", "MAX_PREMISES", "MEASURED", "TEXT_MAX_CHARS",
+    "CounterModel", "Derivation", "DerivationCheck", "FormulaError", "LineCheck", "LogicTranslation", "Status",
+    "check_derivation", "check_derivations", "check_line", "check_lines", "derivation_words", "formula_text",
+    "is_prompt_example", "logical_validity", "name_words", "parse_derivation_line", "parse_formula", "translate",
 ]
 
 DEFAULT_TIMEOUT_MS = 2000
-# Bounds on what the model writes: they cap the schema's longest answer, so max_tokens.
-MAX_DERIVATIONS = 4
-MAX_PREMISES = 4
-FORMULA_MAX_CHARS = 160
-TEXT_MAX_CHARS = 240
+MAX_ENTITIES = 4  # a counter-model lists its facts over at most this many entities
+SENTENCE_FACTS = 6  # facts a counter-model's sentence names; the rest are counted
 
-Formula = Annotated[str, Field(max_length=FORMULA_MAX_CHARS)]
+Status = Literal["valid", "invalid", "inconsistent", "circular", "unparsed", "timeout"]
+MEASURED: tuple[Status, ...] = ("valid", "invalid", "inconsistent", "circular")  # what S_LV counts
 
 
-class Derivation(BaseModel):
-    """One step of an argument: what the model writes. `text` comes first in the schema so the
-    model quotes the step before it formalises it."""
+class CounterModel(BaseModel):
+    """A world in which every premise holds and the conclusion fails: its entities, what each
+    constant names, and which ground atoms of the derivation's predicates are true or false."""
 
-    text: str = Field("", max_length=TEXT_MAX_CHARS)  # the sentence(s) of the argument it formalises
-    premises: list[Formula] = Field(max_length=MAX_PREMISES)
-    conclusion: Formula
+    model_config = ConfigDict(frozen=True)
+
+    universe: tuple[str, ...] = ()  # the entities listed, named ones first: a constant's name, else e1, e2, …
+    constants: dict[str, str] = {}  # constant → entity
+    true: tuple[str, ...] = ()  # ground atoms, e.g. PricesRise, City(paris)
+    false: tuple[str, ...] = ()
+    unlisted: int = 0  # entities of the solver's world beyond the MAX_ENTITIES listed (their facts left out)
+
+    def sentence(self) -> str:
+        """The world in one sentence: "e.g. when PricesRise is true and TaxesRise is false"."""
+        # Up to half the facts from each side (its atoms the derivation writes come first), the rest from the other.
+        trues = min(len(self.true), max(SENTENCE_FACTS // 2, SENTENCE_FACTS - len(self.false)))
+        falses = min(len(self.false), SENTENCE_FACTS - trues)
+        facts = [f"{atom} is true" for atom in self.true[:trues]] + [f"{atom} is false" for atom in self.false[:falses]]
+        more = len(self.true) + len(self.false) - len(facts)
+        left_out = [f"{more} more fact{'s' if more > 1 else ''}"] if more > 0 else []
+        if self.unlisted:
+            left_out.append(f"the facts of {self.unlisted} more entit{'ies' if self.unlisted > 1 else 'y'}")
+        unnamed = [entity for entity in self.universe if entity not in self.constants.values()]
+        world = f"in a world with {_listing(list(self.universe))}, " if unnamed else ""
+        note = f" ({_listing(left_out)} not shown)" if left_out else ""
+        return f"e.g. {world}when {_listing(facts)}{note}"
 
 
-class LogicTranslation(BaseModel):
-    derivations: list[Derivation] = Field(max_length=MAX_DERIVATIONS)
-
-
-Status = Literal["valid", "invalid", "unparsed", "timeout"]
+def _listing(items: list[str]) -> str:
+    return " and ".join(items) if len(items) <= 2 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 @dataclass(frozen=True)
@@ -112,6 +154,8 @@ class DerivationCheck:
     status: Status
     error: str | None = None  # unparsed: the parse error with its position; timeout: z3's reason
     seconds: float = 0.0
+    counter_model: CounterModel | None = None  # invalid: a world where the premises hold, the conclusion not
+    formula_error: FormulaError | None = None  # unparsed: where (which formula, line, column) and why
 
     @property
     def valid(self) -> bool:
@@ -125,8 +169,12 @@ class FormulaError(ArgtuiError):
                  expected: Sequence[str] = ()):
         self.formula, self.where, self.line, self.column = formula, where, line, column
         self.problem, self.expected = problem, tuple(expected)
-        wanted = f"; expected {', '.join(self.expected)}" if self.expected else ""
-        super().__init__(f"{where} {formula!r}, line {line}, column {column}: {problem}{wanted}")
+        super().__init__(f"{where} {formula!r}, line {line}, column {column}: {self.reason}")
+
+    @property
+    def reason(self) -> str:
+        """What is wrong, without where: the problem and what was expected there."""
+        return self.problem + (f"; expected {', '.join(self.expected)}" if self.expected else "")
 
 
 # ----------------------------------------------------------------------------- syntax tree
@@ -136,8 +184,9 @@ class FormulaError(ArgtuiError):
 class Atom:
     predicate: str
     arguments: tuple[str, ...]
-    line: int
-    column: int
+    # Where the atom was written: not part of what it says, so two trees compare without it.
+    line: int = field(default=0, compare=False)
+    column: int = field(default=0, compare=False)
 
 
 @dataclass(frozen=True)
@@ -192,7 +241,7 @@ RPAR: ")"
 COMMA: ","
 DOT: "."
 PREDICATE: /[A-Z][A-Za-z0-9_]*/
-VARIABLE: /[a-z][A-Za-z0-9_]*/
+VARIABLE: /(?!(?:forall|exists)\b)[a-z][A-Za-z0-9_]*/  // the quantifiers' words are never names
 %ignore /\s+/
 """
 
@@ -280,6 +329,50 @@ def parse_formula(text: str, where: str = "formula") -> Node:
         ) from None
 
 
+# ----------------------------------------------------------------------------- printing
+
+FormulaStyle = Literal["ascii", "unicode", "dotted"]
+# Per style: the connectives' symbols, and how a quantifier is written before its variables and after them.
+STYLES: dict[str, dict[str, str]] = {
+    "ascii": {"not": "~", "and": "&", "or": "|", "implies": "->", "iff": "<->",
+              "forall": "forall ", "exists": "exists ", "dot": ""},
+    "unicode": {"not": "¬", "and": "∧", "or": "∨", "implies": "→", "iff": "↔",
+                "forall": "∀", "exists": "∃", "dot": ""},
+    "dotted": {"not": "~", "and": "&", "or": "|", "implies": "->", "iff": "<->",
+               "forall": "forall ", "exists": "exists ", "dot": "."},
+}
+BINDING = {"iff": 0, "implies": 1, "or": 2, "and": 3}  # how tightly each connective binds
+RIGHT_GROUPING = ("implies", "iff")
+_TIGHTEST = 4  # a negation or an atom
+
+
+def formula_text(node: Node, style: FormulaStyle = "unicode") -> str:
+    """The formula of a syntax tree, written in `style`; it parses back to the same tree."""
+    symbols = STYLES[style]
+    if isinstance(node, Atom):
+        return node.predicate + (f"({', '.join(node.arguments)})" if node.arguments else "")
+    if isinstance(node, Quantified):
+        return f"{symbols[node.quantifier]}{' '.join(node.variables)}{symbols['dot']} {formula_text(node.body, style)}"
+    if isinstance(node, Not):
+        return symbols["not"] + _operand(node.operand, style, _TIGHTEST)
+    binding = BINDING[node.connective]
+    right_grouping = node.connective in RIGHT_GROUPING
+    left = _operand(node.left, style, binding + right_grouping)
+    right = _operand(node.right, style, binding + (not right_grouping))
+    return f"{left} {symbols[node.connective]} {right}"
+
+
+def _operand(node: Node, style: FormulaStyle, binding: int) -> str:
+    """An operand in parentheses unless it binds at least as tightly as `binding`. A quantified
+    operand always gets them: its scope would otherwise take in what follows it."""
+    if isinstance(node, Binary):
+        tight = BINDING[node.connective] >= binding
+    else:
+        tight = not isinstance(node, Quantified)
+    text = formula_text(node, style)
+    return text if tight else f"({text})"
+
+
 def _atoms(node: Node):
     stack = [node]
     while stack:
@@ -349,8 +442,63 @@ class _Z3Translation:
         return (z3.ForAll if node.quantifier == "forall" else z3.Exists)(bound, body)
 
 
+def _counter_model(
+    model: z3.ModelRef, translation: _Z3Translation, arities: dict[str, int], trees: Sequence[Node]
+) -> CounterModel:
+    """The world of z3's `model`: its entities named after the constants that name them, and the
+    truth of each ground atom of the derivation's predicates over at most MAX_ENTITIES entities."""
+    elements = list(model.get_universe(translation.entity) or [])
+    names: dict[int, str] = {}  # index in `elements` → entity name
+    constants: dict[str, str] = {}
+    for constant, term in translation.constants.items():  # in the order the derivation names them
+        value = model.eval(term, model_completion=True)
+        at = next((i for i, element in enumerate(elements) if element.eq(value)), len(elements))
+        if at == len(elements):  # completed by the evaluation: the model left the constant open
+            elements.append(value)
+        constants[constant] = names.setdefault(at, constant)
+    unnamed = (f"e{n}" for n in range(1, len(elements) + len(constants) + 1) if f"e{n}" not in constants)
+    order = [*names, *(i for i in range(len(elements)) if i not in names)]
+    listed = order[:MAX_ENTITIES]  # the named ones first
+    universe = [names.get(i) or next(unnamed) for i in listed]
+    true, false = [], []
+    for predicate, arity in arities.items():
+        function = translation.predicates[predicate]
+        for chosen in _tuples(len(listed), arity):
+            atom = predicate + (f"({', '.join(universe[i] for i in chosen)})" if arity else "")
+            value = model.eval(function(*(elements[listed[i]] for i in chosen)), model_completion=True)
+            (true if z3.is_true(value) else false).append(atom)
+    # The atoms the derivation writes come first: a sentence naming a few facts names those.
+    written = {atom for tree in trees for atom in _ground_atoms(tree, constants)}
+    true.sort(key=lambda atom: atom not in written)
+    false.sort(key=lambda atom: atom not in written)
+    return CounterModel(universe=tuple(universe), constants=constants, true=tuple(true), false=tuple(false),
+                        unlisted=len(elements) - len(listed))
+
+
+def _ground_atoms(node: Node, constants: dict[str, str], bound: frozenset[str] = frozenset()):
+    """The atoms of `node` over constants only, as the counter-model writes them (each constant as its entity)."""
+    if isinstance(node, Atom):
+        if not bound.intersection(node.arguments):
+            yield node.predicate + (f"({', '.join(constants[a] for a in node.arguments)})" if node.arguments else "")
+    elif isinstance(node, Not):
+        yield from _ground_atoms(node.operand, constants, bound)
+    elif isinstance(node, Binary):
+        yield from _ground_atoms(node.left, constants, bound)
+        yield from _ground_atoms(node.right, constants, bound)
+    else:
+        yield from _ground_atoms(node.body, constants, bound | set(node.variables))
+
+
+def _tuples(size: int, arity: int) -> list[tuple[int, ...]]:
+    found: list[tuple[int, ...]] = [()]
+    for _ in range(arity):
+        found = [(*prefix, i) for prefix in found for i in range(size)]
+    return found
+
+
 def check_derivation(d: Derivation, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> DerivationCheck:
-    """Whether `d`'s premises entail its conclusion, decided by z3 within `timeout_ms`."""
+    """`d`'s verdict (see the module's docstring for the order), decided by z3 within `timeout_ms`
+    for each of its (at most two) solver calls."""
     if timeout_ms <= 0:
         raise ValueError(f"timeout_ms must be positive, not {timeout_ms}")
     stopwatch = Stopwatch()
@@ -359,20 +507,31 @@ def check_derivation(d: Derivation, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Der
         trees = [(text, where, parse_formula(text, where)) for text, where in sources]
         arities = _arities(trees)
     except FormulaError as exc:
-        return DerivationCheck(d, "unparsed", str(exc), stopwatch.seconds)
+        return DerivationCheck(d, "unparsed", str(exc), stopwatch.seconds, formula_error=exc)
+    *premise_trees, conclusion_tree = (tree for _, _, tree in trees)
+    if conclusion_tree in premise_trees:
+        return DerivationCheck(d, "circular", None, stopwatch.seconds)
     context = z3.Context()
     translation = _Z3Translation(context, arities)
     *premises, conclusion = (translation.formula(tree, {}) for _, _, tree in trees)
     solver = z3.Solver(ctx=context)
     solver.set("timeout", timeout_ms)
-    solver.add(*premises, z3.Not(conclusion, context))
+    solver.add(*premises)
+    # Entailment first: a counter-model also shows the premises consistent, so one call usually decides.
+    solver.push()
+    solver.add(z3.Not(conclusion, context))
     outcome = solver.check()
-    seconds = stopwatch.seconds
-    if outcome == z3.unsat:
-        return DerivationCheck(d, "valid", None, seconds)
     if outcome == z3.sat:
-        return DerivationCheck(d, "invalid", None, seconds)
-    return DerivationCheck(d, "timeout", f"z3: {solver.reason_unknown()}", seconds)
+        counter_model = _counter_model(solver.model(), translation, arities, [*premise_trees, conclusion_tree])
+        return DerivationCheck(d, "invalid", None, stopwatch.seconds, counter_model=counter_model)
+    solver.pop()
+    if outcome == z3.unsat:
+        consistent = solver.check() if premises else z3.sat
+        if consistent == z3.sat:
+            return DerivationCheck(d, "valid", None, stopwatch.seconds)
+        if consistent == z3.unsat:
+            return DerivationCheck(d, "inconsistent", None, stopwatch.seconds)
+    return DerivationCheck(d, "timeout", f"z3: {solver.reason_unknown()}", stopwatch.seconds)
 
 
 async def check_derivations(
@@ -384,11 +543,115 @@ async def check_derivations(
 
 
 def logical_validity(checks: Sequence[DerivationCheck]) -> float | None:
-    """S_LV: valid derivations over all of them (unparsed and timeout count as not valid); None
-    when there are none."""
-    if not checks:
+    """S_LV: valid derivations over the measured ones (valid, invalid, inconsistent, circular);
+    None when none is measured (no derivations, or every one unparsed or timed out)."""
+    measured = [check for check in checks if check.status in MEASURED]
+    if not measured:
         return None
-    return sum(check.valid for check in checks) / len(checks)
+    return sum(check.valid for check in measured) / len(measured)
+
+
+# ----------------------------------------------------------------------------- derivations as text
+
+_TURNSTILE = re.compile(r"\|-|⊢")
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+_NAME_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+KEYWORDS = frozenset({"forall", "exists"})
+
+
+class LineCheck(BaseModel):
+    """The verdict on one derivation line of a file (`argtui logic check`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    line: int
+    text: str
+    verdict: Status
+    error: str | None = None  # unparsed: "line:column: what is wrong" (in the file); timeout: z3's reason
+    counter_model: CounterModel | None = None
+
+
+def _split_derivation(text: str, where: str) -> tuple[list[tuple[str, int]], tuple[str, int]]:
+    """A derivation line's premises and conclusion, each (formula, 0-based offset in the line)."""
+    turnstiles = list(_TURNSTILE.finditer(text))
+    if len(turnstiles) != 1:
+        at = turnstiles[1].start() + 1 if turnstiles else 1
+        problem = "a second turnstile" if turnstiles else "no turnstile between the premises and the conclusion"
+        raise FormulaError(text, where, 1, at, problem, ["one '|-' (or '⊢'): premise ; premise |- conclusion"])
+    turnstile = turnstiles[0]
+
+    def formulas(start: int, end: int, separated: bool) -> list[tuple[str, int]]:
+        part = text[start:end]
+        if separated and not part.strip():
+            return []
+        found, offset = [], start
+        for piece in part.split(";") if separated else [part]:
+            found.append((piece.strip(), offset + len(piece) - len(piece.lstrip())))
+            offset += len(piece) + 1
+        return found
+
+    [conclusion] = formulas(turnstile.end(), len(text), separated=False)
+    return formulas(0, turnstile.start(), separated=True), conclusion
+
+
+def parse_derivation_line(line: str, where: str = "derivation") -> Derivation:
+    """The derivation written ``premise ; premise |- conclusion`` (``⊢`` too); a line without
+    exactly one turnstile is a `FormulaError`. The formulas are parsed by `check_derivation`."""
+    premises, (conclusion, _) = _split_derivation(line, where)
+    return Derivation(premises=[formula for formula, _ in premises], conclusion=conclusion)
+
+
+def check_line(text: str, number: int = 1, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> LineCheck:
+    """The verdict on the derivation written on line `number` of a file; a parse error is the
+    verdict ``unparsed`` with its line and column in the file."""
+    try:
+        premises, conclusion = _split_derivation(text, "derivation")
+    except FormulaError as exc:
+        return LineCheck(line=number, text=text, verdict="unparsed", error=f"{number}:{exc.column}: {exc.reason}")
+    derivation = Derivation(premises=[formula for formula, _ in premises], conclusion=conclusion[0])
+    check = check_derivation(derivation, timeout_ms)
+    error = check.error
+    if check.formula_error is not None:
+        exc = check.formula_error
+        offsets = [offset for _, offset in premises] + [conclusion[1]]
+        wheres = [f"premise {i}" for i in range(1, len(premises) + 1)] + ["conclusion"]
+        error = f"{number}:{offsets[wheres.index(exc.where)] + exc.column}: {exc.where}: {exc.reason}"
+    return LineCheck(line=number, text=text, verdict=check.status, error=error, counter_model=check.counter_model)
+
+
+def check_lines(lines: Iterable[str], timeout_ms: int = DEFAULT_TIMEOUT_MS) -> list[LineCheck]:
+    """`check_line` for each line that holds a derivation: blank lines and ``#`` comments are skipped."""
+    return [
+        check_line(line.rstrip("\r\n"), number, timeout_ms) for number, line in enumerate(lines, start=1)
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
+
+
+def name_words(name: str) -> list[str]:
+    """A predicate's or constant's name as lower-case words: "BansCars" → ["bans", "cars"]."""
+    return [word.lower() for word in _NAME_WORD.findall(name)]
+
+
+def derivation_words(d: Derivation) -> str:
+    """The words of the names a derivation's formulas use, for a derivation that quotes no text."""
+    names = [name for formula in (*d.premises, d.conclusion) for name in _NAME.findall(formula)]
+    return " ".join(word for name in names if name not in KEYWORDS for word in name_words(name))
+
+
+def _formula_key(formula: str) -> Node | str:
+    try:
+        return parse_formula(formula)
+    except FormulaError:
+        return formula.strip()
+
+
+def is_prompt_example(d: Derivation) -> bool:
+    """Whether `d` is one of the translation prompt's examples (the same formulas): an echo, not the argument's."""
+    key = [_formula_key(f) for f in (*d.premises, d.conclusion)]
+    return any(
+        key == [_formula_key(f) for f in (*example.derivation.premises, example.derivation.conclusion)]
+        for example in EXAMPLES
+    )
 
 
 async def translate(client: LLMClient, argument: str, topic: str) -> Structured[LogicTranslation]:

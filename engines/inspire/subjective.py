@@ -1,13 +1,17 @@
 """The four subjective InspireScore dimensions: one schema-constrained call per text, each
-dimension a 1–5 score with a one-sentence reason, mapped to [0, 1]; P(score) from the
-score token's top logprobs where the backend sends them."""
+dimension a 1–5 level with a one-sentence reason, mapped to [0, 1].
+
+Where the backend sends top logprobs, P(level) is read at each score token and the
+dimension's score is the probability-weighted level, Σ P(level) · level (G-Eval's rule):
+a model that emits level 1 for almost every text still ranks texts by how sure it is.
+The emitted (argmax) level is kept beside it, and is the score when no distribution came."""
 
 from __future__ import annotations
 
 import re
 from typing import Literal, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from engines.inspire import prompts
 from engines.llm.budget import max_tokens_for
@@ -40,15 +44,26 @@ class SubjectiveAnswer(BaseModel):
 
 
 class DimensionScore(BaseModel):
-    """One subjective dimension of a text: `score` in [0, 1], P(score) when logprobs came."""
+    """One subjective dimension of a text: `score` in [0, 1], by `rule` "expected" (the
+    probability-weighted level, when logprobs came) or "argmax" (the emitted `level`)."""
 
     model_config = ConfigDict(frozen=True)
 
     dimension: str
     score: float
     reason: str
+    level: int  # the emitted level, 1..5
+    rule: Literal["expected", "argmax"] = "argmax"
     probability: float | None = None  # P(the emitted level) from logprobs; None when the backend sent none
     distribution: dict[str, float] = {}  # P(level) over 1..5
+
+    @model_validator(mode="before")
+    @classmethod
+    def _stored_level(cls, data: object) -> object:
+        """A score stored before levels were kept beside it was the emitted level's: read it back."""
+        if isinstance(data, dict) and "level" not in data and isinstance(data.get("score"), (int, float)):
+            return {**data, "level": round(data["score"] * (len(LEVELS) - 1)) + 1}
+        return data
 
 
 class SubjectiveScores(BaseModel):
@@ -70,6 +85,11 @@ def level_score(level: int) -> float:
     return (level - 1) / (len(LEVELS) - 1)
 
 
+def expected_score(distribution: dict[str, float]) -> float:
+    """Σ P(level) · level on [0, 1]: the mean of the levels' scores weighted by their probability."""
+    return sum(probability * level_score(int(level)) for level, probability in distribution.items())
+
+
 def _score_offset(raw: str, dimension: str) -> int:
     match = re.search(rf'"{dimension}"\s*:\s*\{{\s*"score"\s*:\s*(\d)', raw)
     return match.start(1) if match else -1
@@ -86,7 +106,9 @@ def read_answer(completion: Completion) -> SubjectiveScores:
         offset = _score_offset(result.raw, dimension)
         distribution = label_distribution(LEVELS, completion, offset) if offset >= 0 else {}
         dimensions[dimension] = DimensionScore(
-            dimension=dimension, score=level_score(answer.score), reason=" ".join(answer.reason.split()),
+            dimension=dimension, reason=" ".join(answer.reason.split()), level=answer.score,
+            score=expected_score(distribution) if distribution else level_score(answer.score),
+            rule="expected" if distribution else "argmax",
             probability=distribution.get(str(answer.score)) if distribution else None, distribution=distribution,
         )
     return SubjectiveScores(dimensions=dimensions, raw=result.raw)

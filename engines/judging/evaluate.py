@@ -64,6 +64,7 @@ async def run_task(
 ) -> TaskRun:
     """Judge the items not yet judged (a tracked, resumable run; with `retry_invalid` those judged
     invalid too, asking the backend anew), then score every verdict."""
+    options = await task.settled_options(ctx, options)
     judge = await judge_id(task, client, variant, options)
     spec = RunSpec(
         task.name, judge, selection or {},

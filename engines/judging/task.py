@@ -29,7 +29,7 @@ from engines.judging.options import Option, TaskOptions
 from engines.judging.verdict import JudgeId, Verdict
 from engines.llm.client import LLMClient
 from engines.llm.profile import BackendProfile
-from engines.retrieval.types import ProgressCallback, Retriever
+from engines.retrieval.types import FactSource, ProgressCallback, Retriever
 from store.db import Database
 
 
@@ -118,6 +118,16 @@ class TaskContext(Protocol):
         """The configured argument base, for a task that checks text against it."""
         ...
 
+    def chosen_fact_source(self, source: str | None = None) -> str:
+        """The fact source `fact_source(source)` opens, as its name (`source`, else the configured one,
+        else the argument base)."""
+        ...
+
+    async def fact_source(self, source: str | None = None) -> FactSource:
+        """What claims are checked against: `source` (see `engines.inspire.fact_sources`), else the
+        configured one, else the argument base."""
+        ...
+
 
 @runtime_checkable
 class Task(Protocol):
@@ -160,6 +170,11 @@ class Task(Protocol):
     def judge_settings(self, variant: str, options: Any) -> Any:
         """What the judge runs with beyond its options (e.g. token limits at their defaults), as a
         value with a canonical form: part of the judge's identity, so a changed default is a new judge."""
+        ...
+
+    async def settled_options(self, ctx: TaskContext, options: Any) -> Any:
+        """`options` with what the context decides filled in (a default from the config file), so
+        that the judge's identity, taken from them, names what the judge really runs with."""
         ...
 
     def concurrency(self, variant: str, client: LLMClient, options: Any) -> int:
@@ -216,6 +231,9 @@ class TaskBase:
 
     def judge_settings(self, variant: str, options: Any) -> Any:
         return None
+
+    async def settled_options(self, ctx: TaskContext, options: Any) -> Any:
+        return options
 
     def concurrency(self, variant: str, client: LLMClient, options: Any) -> int:
         return client.profile.max_concurrency

@@ -137,3 +137,16 @@ class Retriever(Protocol):
     async def status(self) -> IndexStatus: ...
 
     async def aclose(self) -> None: ...
+
+
+FACT_SOURCE_BASE = "base"  # the fact source that is the debate's argument base
+
+
+@dataclass(frozen=True)
+class FactSource:
+    """What InspireScore checks claims against: a retriever, what a check calls it, and the
+    string that names it (`engines.inspire.fact_sources`)."""
+
+    retriever: Retriever
+    name: str
+    source: str = FACT_SOURCE_BASE

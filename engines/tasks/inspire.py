@@ -15,12 +15,11 @@ from __future__ import annotations
 import asyncio
 import math
 import random
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, Sequence
+from typing import Any, Iterable, Literal, Sequence
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from engines.datasets import DataFormatError, json_lines
 from engines.datasets.rad import read_rad_debates
@@ -28,27 +27,36 @@ from engines.debate.opponent import DebateSetup, DialogueTurn
 from engines.debate.pipeline import DebatePipeline
 from engines.debate.records import DebateRecords, StoredTurn, TurnSteps
 from engines.errors import ArgtuiError
+from engines.inspire.fact_sources import source_identity
 from engines.inspire.score import (
     DIMENSION_TITLES,
     DIMENSIONS,
     TASK_NAME,
-    InspireScore,
     debate_score,
     score_text,
     stored_turn_key,
 )
 from engines.judging.evaluate import TaskRun, judge_id
 from engines.judging.store import JudgmentStore
-from engines.judging.options import OptionInfo, PositiveCount, TaskOptions
 from engines.judging.task import ReportTable, TaskBase, TaskContext, TaskItem, TaskReport, VariantName
 from engines.judging.verdict import JudgeId, Verdict
 from engines.llm.client import LLMClient
 from engines.llm.types import Usage
 from engines.metrics.bootstrap import bootstrap_ci
+from engines.retrieval.types import FactSource
+from engines.tasks import inspire_against
+from engines.tasks.inspire_turns import (
+    Candidate,
+    InspireItem,
+    InspireOptions,
+    Role,
+    TurnJudgment,
+    per_turn_cost,
+    turn_judgment,
+)
 from store.debates import DebateRepository
 
 VARIANT = "inspire"
-Role = Literal["user", "assistant"]
 DEMO_TURNS = (
     ("School uniforms should be mandatory",
      "Uniforms cost families money every year, and studies found no drop in bullying where schools adopted them."),
@@ -57,68 +65,34 @@ DEMO_TURNS = (
 )
 
 
-class InspireOptions(TaskOptions):
-    debates: Annotated[Path | None, OptionInfo(
-        "debates file: RAD debates, a GenIRSim run or `argtui export debate --format jsonl`", metavar="FILE")] = None
-    debate: Annotated[int | None, OptionInfo("a stored debate (argtui debate --list shows them)", metavar="ID")] = None
-    candidates: Annotated[PositiveCount | None, OptionInfo(
-        "also sample K alternative replies per bot turn (needs its stored step outputs) and score each",
-        label="candidate replies", metavar="K", role="judge")] = None
+class InspireJudgeSettings(BaseModel):
+    """What a judge's InspireScores rest on beyond its options: the fact source (a statements file
+    by its content) and how subjective levels become scores."""
 
+    model_config = ConfigDict(frozen=True)
 
-class Candidate(BaseModel):
-    """An alternative bot reply and its score; `score` None when the reply did not parse."""
-
-    text: str
-    score: InspireScore | None = None
-    error: str | None = None
-
-
-class TurnJudgment(BaseModel):
-    """What the judgment store keeps of a turn (the verdict's `data`)."""
-
-    debate: str
-    position: int
-    role: Role
-    topic: str
-    user_side: Literal["pro", "con"] | None = None
-    dialogue: list[tuple[Role, str]]  # the messages before the turn
-    text: str
-    score: InspireScore
-    candidates: list[Candidate] = []
-
-    def scored_replies(self) -> list[tuple[str, float]]:
-        """(reply, overall) of the turn's reply and every scored candidate, for preference pairs."""
-        found = [(self.text, self.score.overall)] + [
-            (c.text, c.score.overall) for c in self.candidates if c.score is not None
-        ]
-        return [(text, value) for text, value in found if value is not None]
-
-
-@dataclass(frozen=True)
-class InspireItem:
-    debate: str
-    position: int
-    role: Role
-    topic: str
-    text: str
-    dialogue: tuple[tuple[Role, str], ...]
-    user_side: Literal["pro", "con"] | None = None
-    steps: TurnSteps | None = None  # a bot turn's step outputs, when known: what candidates need
-
-
-def turn_judgment(verdict: Verdict) -> TurnJudgment:
-    return TurnJudgment.model_validate(verdict.data)
+    facts: str
+    subjective_levels: Literal["probability-weighted"] = "probability-weighted"
 
 
 # ---------------------------------------------------------------- reading debates
 
 
-def _items_of(debate: str, topic: str, turns: Sequence[tuple[Role, str, TurnSteps | None]],
+Turn = tuple[Role, str, TurnSteps | None, tuple[str, ...]]  # role, text, step outputs, evidence ids
+
+
+def turn_evidence(steps: TurnSteps | None, ids: Iterable[str] = ()) -> tuple[str, ...]:
+    """The ids of the arguments a turn retrieved (its retrieval step's graphs) or quoted (`ids`: its
+    evidence rows, a RAD message's arguments), each once."""
+    graphs = steps.retrieval.graphs if steps and steps.retrieval else []
+    return tuple(dict.fromkeys([*(node.id for graph in graphs for node in graph.nodes), *ids]))
+
+
+def _items_of(debate: str, topic: str, turns: Sequence[Turn],
               user_side: Literal["pro", "con"] | None) -> list[InspireItem]:
     items, dialogue = [], []
-    for position, (role, text, steps) in enumerate(turns):
-        items.append(InspireItem(debate, position, role, topic, text, tuple(dialogue), user_side, steps))
+    for position, (role, text, steps, evidence) in enumerate(turns):
+        items.append(InspireItem(debate, position, role, topic, text, tuple(dialogue), user_side, steps, evidence))
         dialogue.append((role, text))
     return items
 
@@ -134,7 +108,7 @@ def _record_items(path: Path, number: int, record: dict) -> list[InspireItem]:
     claim, side = field("claim", str), field("user_side", str)
     if side not in ("pro", "con"):
         raise DataFormatError(path, number, "user_side", f"expected pro or con, got {side!r}")
-    turns: list[tuple[Role, str, TurnSteps | None]] = []
+    turns: list[Turn] = []
     for index, turn in enumerate(field("turns", list)):
         at = f"turns[{index}]"
         if not isinstance(turn, dict) or turn.get("role") not in ("user", "assistant") or not isinstance(
@@ -144,7 +118,13 @@ def _record_items(path: Path, number: int, record: dict) -> list[InspireItem]:
         if turn.get("role") == "assistant" and (turn.get("error") or turn.get("state", "done") != "done"):
             continue  # a failed or cancelled bot turn is not part of the dialogue
         steps = TurnSteps.model_validate(turn["steps"]) if turn.get("steps") else None
-        turns.append((turn["role"], turn["content"], steps))
+        rows = turn.get("evidence") or []
+        if not isinstance(rows, list):
+            raise DataFormatError(path, number, f"{at}.evidence", f"expected a list, got {type(rows).__name__}")
+        for row_index, row in enumerate(rows):
+            if not isinstance(row, dict) or not isinstance(row.get("id"), str):
+                raise DataFormatError(path, number, f"{at}.evidence[{row_index}].id", "expected a string")
+        turns.append((turn["role"], turn["content"], steps, turn_evidence(steps, (row["id"] for row in rows))))
     return _items_of(str(record.get("id", number)), claim, turns, side)  # type: ignore[arg-type]
 
 
@@ -163,7 +143,9 @@ def file_items(path: Path, limit: int | None = None) -> list[InspireItem]:
     return [
         item
         for debate in read_rad_debates(path, limit)
-        for item in _items_of(debate.id, debate.claim, [(m.role, m.content, None) for m in debate.messages], None)
+        for item in _items_of(debate.id, debate.claim, [
+            (m.role, m.content, None, tuple(a.id for a in m.arguments)) for m in debate.messages
+        ], None)
     ]
 
 
@@ -174,7 +156,7 @@ def _stored(ctx: TaskContext, debate_id: int) -> list[tuple[StoredTurn, InspireI
     if debate is None:
         raise ArgtuiError(f"no debate with id {debate_id} (argtui debate --list shows them)")
     stored = [t for t in DebateRecords(repository).turns(debate_id) if t.in_dialogue]
-    turns = [(t.role, t.content, t.steps) for t in stored]
+    turns = [(t.role, t.content, t.steps, turn_evidence(t.steps, (row.id for row in t.evidence))) for t in stored]
     items = _items_of(f"debate:{debate_id}", debate.claim, turns, debate.user_side)  # type: ignore[arg-type]
     return list(zip(stored, items))
 
@@ -233,22 +215,15 @@ def problem_counts(judgments: Sequence[TurnJudgment]) -> dict[str, int]:
         "translations unparsed": sum(not s.logic.valid for s in scores),
         "derivations": sum(len(s.logic.checks) for s in scores),
         "derivations invalid": sum(s.logic.count("invalid") for s in scores),
+        "derivations inconsistent": sum(s.logic.count("inconsistent") for s in scores),
+        "derivations circular": sum(s.logic.count("circular") for s in scores),
+        "derivations left out (not about the text)": sum(s.logic.dropped for s in scores),
         "derivations unparsed": sum(s.logic.count("unparsed") for s in scores),
         "derivations timed out": sum(s.logic.count("timeout") for s in scores),
         "claim lists unreadable": sum(not s.facts.valid for s in scores),
         "claims": sum(len(s.facts.verdicts) for s in scores),
+        "claims dropped (not in the text)": sum(s.facts.dropped for s in scores),
         "fact verdicts unreadable": sum(not v.valid for s in scores for v in s.facts.verdicts),
-    }
-
-
-def per_turn_cost(judgments: Sequence[TurnJudgment]) -> dict[str, float]:
-    """Calls, prompt tokens and seconds of one turn's InspireScore, on average (candidates left out)."""
-    usage = Usage.total(j.score.usage for j in judgments)
-    count = max(1, len(judgments))
-    return {
-        "calls": usage.calls / count, "prompt_tokens": usage.prompt_tokens / count,
-        "completion_tokens": usage.completion_tokens / count,
-        "seconds": sum(j.score.seconds for j in judgments) / count,
     }
 
 
@@ -259,25 +234,32 @@ class InspireTask(TaskBase):
     description = (
         "Scores every turn of debates (a RAD debates file, a GenIRSim run, argtui's own debate export, or a "
         "stored debate) on emotional appeal, clarity, arrangement, topic relevance, logical validity (a solver "
-        "checks the model's translation) and factual truthfulness (claims checked against the argument base); "
+        "checks the model's translation) and support by the argument base (claims checked against it, or against "
+        "--facts SOURCE, the turn's own arguments excluded); "
         "--candidates K also scores K alternative bot replies per bot turn for `argtui export preferences`."
     )
     variant_section = "InspireScore (judge names)"
     variant_names = {
         "inspire": VariantName("InspireScore", "Inspire", "six dimensions of a debate turn, logic and facts checked"),
     }
-    limit_help = "only the first N debates of --debates"
+    limit_help = "only the first N debates of --debates; with --against, a seeded sample of N arguments (default 50)"
     Options = InspireOptions
 
     def variants(self) -> tuple[str, ...]:
         return (VARIANT,)
 
     def check_options(self, options: InspireOptions) -> None:
-        if (options.debates is None) == (options.debate is None):
-            raise ArgtuiError("give exactly one of --debates FILE and --debate ID")
+        if sum(given is not None for given in (options.debates, options.debate, options.against)) != 1:
+            raise ArgtuiError("give exactly one of --debates FILE, --debate ID and --against DATASET")
+        if options.against is not None:
+            inspire_against.check_options(options)
+        elif options.data is not None:
+            raise ArgtuiError("--data is the data of --against DATASET; give --debates FILE for debates")
 
     def items(self, ctx: TaskContext, options: InspireOptions) -> list[TaskItem]:
         self.check_options(options)
+        if options.against is not None:
+            return inspire_against.items(ctx, options)
         found = (
             file_items(options.debates.expanduser(), options.limit) if options.debates is not None
             else stored_items(ctx, options.debate)
@@ -288,6 +270,13 @@ class InspireTask(TaskBase):
         topic, text = rng.choice(DEMO_TURNS)
         return _task_item(InspireItem("demo", 0, "user", topic, text, ()))
 
+    async def settled_options(self, ctx: TaskContext, options: InspireOptions) -> InspireOptions:
+        """The fact source the config chooses when --facts does not."""
+        return options.model_copy(update={"facts": ctx.chosen_fact_source(options.facts)})
+
+    def judge_settings(self, variant: str, options: InspireOptions) -> InspireJudgeSettings:
+        return InspireJudgeSettings(facts=source_identity(options.facts))
+
     def concurrency(self, variant: str, client: LLMClient, options: InspireOptions) -> int:
         # A turn runs three calls at once, then one per claim.
         return max(1, math.ceil(client.profile.max_concurrency / 3))
@@ -296,9 +285,10 @@ class InspireTask(TaskBase):
         self, ctx: TaskContext, item: TaskItem, variant: str, client: LLMClient, options: InspireOptions
     ) -> Verdict:
         turn: InspireItem = item.payload
-        retriever = await ctx.retriever()
-        score = await score_text(client, retriever, turn.topic, turn.text, turn.dialogue)
-        candidates = await self._candidates(client, retriever, turn, options.candidates, options.seed)
+        facts = await ctx.fact_source(options.facts)
+        score = await score_text(client, facts.retriever, turn.topic, turn.text, turn.dialogue, turn.evidence,
+                                 facts.name)
+        candidates = await self._candidates(ctx, client, facts, turn, options.candidates, options.seed)
         judgment = TurnJudgment(
             debate=turn.debate, position=turn.position, role=turn.role, topic=turn.topic, user_side=turn.user_side,
             dialogue=list(turn.dialogue), text=turn.text, score=score, candidates=candidates,
@@ -319,7 +309,7 @@ class InspireTask(TaskBase):
         found = next((item for turn, item in _stored(ctx, debate_id) if turn.position == position), None)
         if found is None:
             raise ArgtuiError(f"debate {debate_id} has no turn {position} in its dialogue to score")
-        options = InspireOptions()  # the command's defaults
+        options = await self.settled_options(ctx, InspireOptions())  # the command's defaults
         task_item = _task_item(found)
         verdict = await self.judge(ctx, task_item, VARIANT, client, options)
         judge = await judge_id(self, client, VARIANT, options)
@@ -327,17 +317,19 @@ class InspireTask(TaskBase):
         await asyncio.to_thread(JudgmentStore(ctx.db, TASK_NAME).save, judge, [(task_item, verdict)])
         return turn_judgment(verdict)
 
-    async def _candidates(self, client: LLMClient, retriever, turn: InspireItem, k: int | None, seed: int
-                          ) -> list[Candidate]:
+    async def _candidates(self, ctx: TaskContext, client: LLMClient, facts: FactSource, turn: InspireItem,
+                          k: int | None, seed: int) -> list[Candidate]:
         steps = turn.steps
         if not k or turn.role != "assistant" or steps is None or steps.strategy is None or steps.final is None:
             return []
         side = turn.user_side or "pro"
-        pipeline = DebatePipeline(client, retriever, seed=seed)
+        pipeline = DebatePipeline(client, await ctx.retriever(), seed=seed)
         history = [DialogueTurn(role, text) for role, text in turn.dialogue]
         replies = await pipeline.reply_candidates(DebateSetup(turn.topic, side), history, steps.strategy, steps.final, k)
         scores = await asyncio.gather(*(
-            score_text(client, retriever, turn.topic, reply.value.response, turn.dialogue)
+            # the candidates answer from the turn's own arguments: those are no evidence of theirs either
+            score_text(client, facts.retriever, turn.topic, reply.value.response, turn.dialogue, turn.evidence,
+                       facts.name)
             for reply in replies if reply.value is not None
         ))
         valid = iter(scores)
@@ -351,11 +343,16 @@ class InspireTask(TaskBase):
         self, ctx: TaskContext, judge: JudgeId, items: Sequence[TaskItem], verdicts: dict[str, Verdict],
         options: InspireOptions, run_id: int,
     ) -> TaskReport:
+        if options.against is not None:
+            return inspire_against.report(ctx, judge, items, verdicts, options)
         judgments = [turn_judgment(verdicts[item.key]) for item in items]
         return inspire_report(judgments, options.seed, f"InspireScore · {judge.name}")
 
     def summary(self, runs: list[TaskRun]) -> TaskReport:
-        """Per judge of the command: mean and 95% interval per dimension, and what did not parse."""
+        """Per judge of the command: mean and 95% interval per dimension, and what did not parse
+        (with --against: the overall score against the experts)."""
+        if runs and all(isinstance(run.report, inspire_against.AgainstReport) for run in runs):
+            return inspire_against.summary(runs)
         rows, counts = [], []
         for run in runs:
             judgments = [turn_judgment(v) for v in run.outcome.verdicts.values()]
@@ -400,8 +397,10 @@ def inspire_report(judgments: Sequence[TurnJudgment], seed: int, title: str) -> 
         (
             ReportTable("Mean and 95% bootstrap interval per dimension, over the turns scored on it",
                         ("dimension", "mean", "low", "high", "turns"), tuple(rows)),
-            ReportTable("Per debate", ("debate", "turns", "overall", "student", "bot"), tuple(
-                (name, score.turns, score.overall, score.student, score.bot) for name, score in per_debate.items()
+            ReportTable("Per debate (student and bot over the dimensions both sides have)",
+                        ("debate", "turns", "overall", "student", "bot", "shared dimensions"), tuple(
+                (name, score.turns, score.overall, score.student, score.bot, len(score.shared))
+                for name, score in per_debate.items()
             )),
             ReportTable("Unparsed and invalid", ("what", "count"), tuple(problems.items())),
         ),
@@ -422,22 +421,27 @@ TASK = InspireTask()
 
 
 class PreferencePair(BaseModel):
-    """One DPO example in TRL's standard preference shape (`prompt`, `chosen`, `rejected`),
-    with both replies' overall InspireScores."""
+    """One DPO example in TRL's standard preference shape (`prompt`, `chosen`, `rejected`), with
+    both replies' InspireScores over the dimensions both have (`dimensions`), and how many of
+    all dimensions each reply was scored on (`coverage_*`: scored, all)."""
 
     prompt: str
     chosen: str
     rejected: str
     score_chosen: float
     score_rejected: float
+    dimensions: tuple[str, ...]
+    coverage_chosen: tuple[int, int]
+    coverage_rejected: tuple[int, int]
     debate: str
     position: int
     judge: str
 
 
 def preference_pairs(ctx: TaskContext, judge: str | None = None) -> list[PreferencePair]:
-    """Per scored bot turn with candidates: its highest- against its lowest-scoring reply
-    (skipped when they score the same). `judge` keeps one judge's verdicts (JudgeId name)."""
+    """Per scored bot turn with candidates: the two replies furthest apart on the dimensions both
+    have (`TurnJudgment.preferred_pair`; skipped when no reply beats another). `judge` keeps one
+    judge's verdicts (JudgeId name)."""
     from engines.debate.opponent import render_dialogue
 
     store = JudgmentStore(ctx.db, TASK_NAME)
@@ -447,17 +451,16 @@ def preference_pairs(ctx: TaskContext, judge: str | None = None) -> list[Prefere
             continue
         for verdict in store.latest(stored.judge).values():
             turn = turn_judgment(verdict)
-            replies = turn.scored_replies()
-            if turn.role != "assistant" or len(replies) < 2:
+            preferred = turn.preferred_pair() if turn.role == "assistant" else None
+            if preferred is None:
                 continue
-            best = max(replies, key=lambda reply: reply[1])
-            worst = min(replies, key=lambda reply: reply[1])
-            if best[1] <= worst[1]:
-                continue
+            (chosen, chosen_score), (rejected, rejected_score), comparison = preferred
             setup = DebateSetup(turn.topic, turn.user_side or "pro")
             prompt = render_dialogue(setup, [DialogueTurn(role, text) for role, text in turn.dialogue])
             pairs.append(PreferencePair(
-                prompt=prompt, chosen=best[0], rejected=worst[0], score_chosen=best[1], score_rejected=worst[1],
-                debate=turn.debate, position=turn.position, judge=stored.name,
+                prompt=prompt, chosen=chosen, rejected=rejected, score_chosen=comparison.a,
+                score_rejected=comparison.b, dimensions=comparison.dimensions, coverage_chosen=chosen_score.coverage,
+                coverage_rejected=rejected_score.coverage, debate=turn.debate, position=turn.position,
+                judge=stored.name,
             ))
     return pairs

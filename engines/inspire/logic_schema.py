@@ -1,0 +1,30 @@
+"""What a model writes when it translates an argument into logic: derivations, each premises and
+a conclusion in the formula syntax of `engines.inspire.logic`. Apart from the checker so that the
+translation prompt can hold its examples as derivations without importing the solver."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, Field
+
+# Bounds on what the model writes: they cap the schema's longest answer, so max_tokens.
+MAX_DERIVATIONS = 4
+MAX_PREMISES = 4
+FORMULA_MAX_CHARS = 160
+TEXT_MAX_CHARS = 240
+
+Formula = Annotated[str, Field(max_length=FORMULA_MAX_CHARS)]
+
+
+class Derivation(BaseModel):
+    """One step of an argument: what the model writes. `text` comes first in the schema so the
+    model quotes the step before it formalises it."""
+
+    text: str = Field("", max_length=TEXT_MAX_CHARS)  # the sentence(s) of the argument it formalises
+    premises: list[Formula] = Field(max_length=MAX_PREMISES)
+    conclusion: Formula
+
+
+class LogicTranslation(BaseModel):
+    derivations: list[Derivation] = Field(max_length=MAX_DERIVATIONS)
