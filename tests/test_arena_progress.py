@@ -24,7 +24,7 @@ from screens.ui_state import load_ui_state, state_path
 from test_arena import EchoTask
 
 PROGRESS = re.compile(r"judging… (\d+) s · (\d+) LLM answers? so far")
-MAD_ANSWERS = 7  # the Manager, 2 rounds of 2 debaters, the Judge's reason and its label
+MAD_ANSWERS = 12  # the Manager and its 5 sampled votes, 2 rounds of 2 debaters, the Judge's reason and its label
 ANSWER_DELAY_S = 0.8
 
 
@@ -63,7 +63,11 @@ def test_the_progress_line_says_how_long_and_how_many_answers():
 async def test_a_judging_column_shows_its_clock_and_its_own_answers_so_far(argtui_home, until):
     """MAD-ACC asks seven answers of a slow server: its card ticks and counts them while a vanilla
     column of the same backend answers after one; the clock stops with the answer."""
-    with FakeServer(lambda body: replace(chat_reply("Claim", completion_tokens=4), delay_s=ANSWER_DELAY_S)) as fake:
+    def answer(body: dict):
+        # As many labels as asked: without logprobs the Manager's votes are sampled in one request.
+        return replace(chat_reply(*["Claim"] * body.get("n", 1), completion_tokens=4), delay_s=ANSWER_DELAY_S)
+
+    with FakeServer(answer) as fake:
         profile = use_backend(fake)
         app = ArgtuiApp()
         async with app.run_test(size=(120, 40)) as pilot:

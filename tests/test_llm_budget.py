@@ -74,6 +74,16 @@ async def test_a_valid_answer_within_the_first_cap_takes_one_call():
     assert [body["max_tokens"] for body in fake.bodies] == [FIRST_CAP.max_tokens]
 
 
+async def test_a_cap_the_caller_set_below_the_schemas_budget_is_kept_cut():
+    """A chosen limit (e.g. `--max-tokens 8`) is what was asked for: its cut answer stands."""
+    answer = written(["Uniforms cost 40% less."])
+    with FakeServer(one_token_per_character(answer)) as fake:
+        async with LLMClient(fake.profile()) as client:
+            [result] = await client.structured(MESSAGES, ClaimList, Sampling(temperature=0.0, max_tokens=8))
+    assert not result.valid and result.usage.calls == 1
+    assert [body["max_tokens"] for body in fake.bodies] == [8]
+
+
 async def test_a_cut_answer_is_asked_again_once_then_stands_as_unreadable():
     rambling = '{"claims": [' + "\n" * 10_000  # whitespace past what the schema's spacing allows
     with FakeServer(one_token_per_character(rambling)) as fake:

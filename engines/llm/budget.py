@@ -69,7 +69,12 @@ def max_json_chars(schema: dict, definitions: dict | None = None, *, string_char
 
 def max_tokens_for(model_cls: type[BaseModel]) -> int:
     """The `max_tokens` to ask with: fits the longest answer `model_cls` accepts as models write it."""
-    return math.ceil(max_json_chars(model_cls.model_json_schema()) / CHARS_PER_TOKEN)
+    return schema_tokens(model_cls.model_json_schema())
+
+
+def schema_tokens(schema: dict) -> int:
+    """`max_tokens_for` of a JSON schema."""
+    return math.ceil(max_json_chars(schema) / CHARS_PER_TOKEN)
 
 
 def worst_case_tokens(schema: dict) -> int:
