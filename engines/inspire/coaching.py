@@ -15,10 +15,8 @@ from typing import Sequence
 
 from engines.inspire.explain import derivation_formula, derivation_sentence, verdict_sentence
 from engines.inspire.facts import FactCheck, FactVerdict
-from engines.inspire.score import DIMENSION_TITLES, LOGICAL, SUPPORTED, InspireScore, LogicResult
+from engines.inspire.score import DIMENSION_TITLES, LOGICAL, NOT_MEASURED, SUPPORTED, InspireScore, LogicResult
 from engines.inspire.subjective import DIMENSIONS as SUBJECTIVE
-
-NOT_MEASURED = "not measured for this turn"
 
 
 def message_number(dialogue: Sequence[tuple[str, str]]) -> int:

@@ -144,7 +144,7 @@ async def judge_claim(
 
 
 def sentences(passage: str) -> list[str]:
-    """The passage's sentences, as the component segmentation splits them."""
+    """The passage's sentences (`engines.sentences`, as the component segmentation splits them)."""
     return [passage[start:end] for start, end in sentence_spans(passage)]
 
 

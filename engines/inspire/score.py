@@ -52,6 +52,7 @@ LOGICAL, SUPPORTED = "logical_validity", "supported_by_base"
 DIMENSIONS = (*SUBJECTIVE, LOGICAL, SUPPORTED)
 # `FactCheck.title` names a configured fact source instead of the argument base.
 DIMENSION_TITLES = {**TITLES, LOGICAL: "logical validity", SUPPORTED: "supported by the argument base"}
+NOT_MEASURED = "not measured for this turn"  # what a dimension without a score reads as
 STORED_DEBATE = "debate:"  # item keys of stored debates' turns: debate:<id>/<position>
 
 
@@ -140,7 +141,7 @@ class InspireScore(BaseModel):
         """One sentence on dimension `name`, from what was said or found about that dimension only."""
         title = DIMENSION_TITLES[name]
         if self.dimensions[name] is None:
-            return f"{title.capitalize()}: not measured for this turn."
+            return f"{title.capitalize()}: {NOT_MEASURED}."
         if name in SUBJECTIVE:
             reason = self.subjective.dimensions[name].reason
             shared = _same_reason(self.subjective, name)
