@@ -135,13 +135,15 @@ def batch_rounds(capsys, argv: list[str], folder: Path, llama_server, rounds: in
 
 
 def test_pairwise_exports_only_what_is_missing_and_the_imported_run_equals_a_live_one(
-    use_home, llama_server, tmp_path, capsys
+    use_home, uncached_server, tmp_path, capsys
 ):
-    use_home("live")
+    # Sampled at temperature 1: a logit moved by the prompt cache or by a neighbour in the
+    # batch can flip a token, so live and replay both ask the uncached server one at a time.
+    use_home("live", uncached_server)
     [live] = run_json(capsys, [*PAIRWISE, "--limit", "3"])["results"]
     assert live["judged_now"] == 3
 
-    use_home("batch")
+    use_home("batch", uncached_server)
     [first] = run_json(capsys, [*PAIRWISE, "--limit", "1"])["results"]  # one pair answered live
     requests = tmp_path / "requests.jsonl"
     exported = run_json(capsys, [*PAIRWISE, "--limit", "3", "--export-requests", str(requests)])
@@ -157,7 +159,7 @@ def test_pairwise_exports_only_what_is_missing_and_the_imported_run_equals_a_liv
     assert again.read_text() == requests.read_text()  # nothing was stored for the waiting pairs
 
     results = tmp_path / "results.jsonl"
-    replay(requests, results, llama_server)
+    replay(requests, results, uncached_server)
     loaded = run_json(capsys, [*PAIRWISE, "--import-results", str(results)])
     assert (loaded["requests"], loaded["answers"], loaded["skipped"]) == (2, 6, [])
 
