@@ -39,7 +39,7 @@ from argtui.config import embedded_profile  # noqa: E402
 from argtui.runtime import Runtime  # noqa: E402
 from engines.debate.exchange import BotProgress, DebateExchange  # noqa: E402
 from engines.debate.levels import FULL_LEVEL, LEVELS, get_level  # noqa: E402
-from engines.debate.opponent import ReplyProgress, ReplyRejected, TurnCompleted, TurnFailed  # noqa: E402
+from engines.debate.opponent import DraftWriting, ReplyProgress, ReplyRejected, TurnCompleted, TurnFailed  # noqa: E402
 from engines.debate.session import DEFAULT_GRICE_STRATEGY, DebateSession, JudgingChoice  # noqa: E402
 from engines.llm.client import LLMClient  # noqa: E402
 from engines.llm.embedded import embedded_server  # noqa: E402
@@ -55,19 +55,21 @@ SCRIPT = (
     "Uniforms also save parents money over a school year.",
     "Wearing the same clothes helps students focus on learning instead of fashion.",
 )
-COMPONENT_METHOD = "mad"  # the screen's default
 
 
 async def one_turn(exchange: DebateExchange, message: str) -> dict:
     entered = time.perf_counter()
+    first_draft: float | None = None  # the first word of a draft: progress shown, not its text
     first_text: float | None = None
     complete: float | None = None
     rejected: list[str] = []
 
     def follow(event) -> None:
-        nonlocal first_text, complete
+        nonlocal first_draft, first_text, complete
         event = event.event if isinstance(event, BotProgress) else event
-        if isinstance(event, ReplyProgress) and event.text and first_text is None:
+        if isinstance(event, DraftWriting) and event.words and first_draft is None:
+            first_draft = time.perf_counter() - entered
+        elif isinstance(event, ReplyProgress) and event.text and first_text is None:
             first_text = time.perf_counter() - entered
         elif isinstance(event, ReplyRejected):
             rejected.append(event.reason)
@@ -79,6 +81,7 @@ async def one_turn(exchange: DebateExchange, message: str) -> dict:
     outcome, failure = result.bot, result.failure
     return {
         "message": message,
+        "first_draft_word_s": round(first_draft, 3) if first_draft is not None else None,
         "first_reply_text_s": round(first_text, 3) if first_text is not None else None,
         "reply_complete_s": round(complete or everything, 3),
         "everything_shown_s": round(everything, 3),
@@ -86,6 +89,8 @@ async def one_turn(exchange: DebateExchange, message: str) -> dict:
         "words": len(result.bot_turn.content.split()),
         "requests": outcome.requests if outcome else None,
         "fallback": outcome.fallback if outcome else None,
+        "level_0_answer_after": (f"step {outcome.fallback_from.step}: {outcome.fallback_from.error}"
+                                 if outcome and outcome.fallback_from else None),
         "rejected": rejected,
         "failure": f"step {failure.step}: {failure.error}" if failure else None,
         "timings": [
@@ -123,7 +128,7 @@ async def main(levels: list[int], sequential: bool) -> dict:
             client = LLMClient(profile if order == "concurrent" else one_at_a_time)
             debate = repository.create(CLAIM, SIDE, backend=profile.name, level=number)
             session = DebateSession(repository, debate, client, retriever,
-                                    choice=JudgingChoice(component_method=COMPONENT_METHOD))
+                                    choice=JudgingChoice())  # the screen's defaults for this backend
             # The Coach is the screen's, not part of what these rows compare.
             exchange = DebateExchange(session, TaskJudges(runtime, client), coach=False,
                                       concurrent=order == "concurrent")
@@ -133,6 +138,8 @@ async def main(levels: list[int], sequential: bool) -> dict:
                 "level": number,
                 "name": get_level(number).name,
                 "order": order,
+                "component_method": session.choice.component_method,
+                "first_draft_word_median_s": median([t["first_draft_word_s"] for t in turns]),
                 "first_reply_text_median_s": median([t["first_reply_text_s"] for t in turns]),
                 "reply_complete_median_s": median([t["reply_complete_s"] for t in turns]),
                 "everything_shown_median_s": median([t["everything_shown_s"] for t in turns]),
@@ -145,6 +152,7 @@ async def main(levels: list[int], sequential: bool) -> dict:
                 ]),
                 "drafts_rejected": sum(len(t["rejected"]) for t in turns),
                 "fallbacks": sum(bool(t["fallback"]) for t in turns),
+                "level_0_answers": sum(t["level_0_answer_after"] is not None for t in turns),
                 "failures": sum(t["failure"] is not None for t in turns),
                 "turns": turns,
             }
@@ -153,7 +161,7 @@ async def main(levels: list[int], sequential: bool) -> dict:
     finally:
         server.stop()
     return {
-        "claim": CLAIM, "student_side": SIDE, "component_method": COMPONENT_METHOD,
+        "claim": CLAIM, "student_side": SIDE,
         "grice_strategy": DEFAULT_GRICE_STRATEGY,
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "load_1min": os.getloadavg()[0]},
         "rows": results,

@@ -15,17 +15,19 @@ from argtui.runtime import Runtime
 from engines.debate import prompts
 from engines.debate.exchange import DebateExchange
 from engines.debate.levels import (
-    LEVELS, counter_arguments, default_level, get_level, labels_during_reply, opponent,
+    LEVELS, default_level, get_level, labels_during_reply, opponent,
 )
 from engines.debate.opponent import (
     DebateSetup,
     DialogueTurn,
+    DraftWriting,
     ReplyProgress,
     ReplyRejected,
     StepFinished,
     StepStarted,
     TurnCompleted,
     TurnFailed,
+    counter_arguments,
 )
 from engines.debate.pipeline import STEPS
 from engines.debate.records import DebateRecords
@@ -184,6 +186,10 @@ async def test_a_draft_the_stance_check_rejects_is_written_again(retriever, fake
     turn = events[-1].turn
     assert turn.reply == "Bullies find other targets anyway." and not turn.fallback
     assert turn.steps.reply.rejected[0].kind == "stance"
+    # Only the draft that passed is shown; until then, how long each draft has grown.
+    assert [e.text for e in events if isinstance(e, ReplyProgress)] == ["Bullies find other targets anyway."]
+    writing = [e for e in events if isinstance(e, DraftWriting)]
+    assert {e.attempt for e in writing} == {1, 2} and writing[-1].words == 5
     await client.aclose()
 
 
@@ -260,11 +266,30 @@ async def test_an_echo_then_a_61_word_reply_fall_back_to_the_best_argument(retri
     await client.aclose()
 
 
+async def test_queries_that_find_nothing_are_searched_with_the_student_s_message(retriever, fake_server):
+    scripted = five_steps("Bullies pick on other things than clothes, so uniforms change little.")
+
+    def answer(body: dict) -> Reply:
+        schema = body.get("response_format", {}).get("json_schema", {}).get("schema", {})
+        if schema.get("title") == "SearchPlan":  # words the base has nothing for, as a small model may write
+            return chat_reply(json.dumps(schema_instance(schema, "Qwzx vrrk plomb")))
+        return scripted(body)
+
+    fake_server.answer = answer
+    client = fake_client(fake_server)
+    turn = (await run(opponent(2, client, retriever)))[-1].turn
+    assert turn.fallback_from is None and turn.used_arguments
+    assert turn.steps.retrieval.message_queries == list(range(1, len(turn.queries) + 1))
+    assert {query.opponent_idea for query in turn.queries} == {MESSAGE}
+    assert {query.opponent_idea for query in turn.steps.queries.queries()} == {"Qwzx vrrk plomb"}  # as written
+    await client.aclose()
+
+
 # ---------------------------------------------------------------- step time limits
 
 
 @pytest.mark.parametrize("level, step", [(2, "strategy"), (1, "reply")])
-async def test_a_step_past_its_time_limit_fails_the_turn_naming_the_step(retriever, fake_server, level, step):
+async def test_a_step_past_its_time_limit_gives_level_0_s_answer_naming_the_step(retriever, fake_server, level, step):
     slow = Reply(events=stream_reply("Too late.").events, delay_s=10)
 
     def answer(body: dict) -> Reply:
@@ -276,11 +301,27 @@ async def test_a_step_past_its_time_limit_fails_the_turn_naming_the_step(retriev
     client = fake_client(fake_server)
     started = time.perf_counter()
     events = await run(opponent(level, client, retriever, step_timeouts={step: 0.5}))
-    failure = events[-1]
-    assert isinstance(failure, TurnFailed) and failure.step == step
-    assert failure.error == "timed out after 0.5 s"
+    turn = events[-1].turn
+    assert (turn.fallback_from.step, turn.fallback_from.error) == (step, "timed out after 0.5 s")
     assert time.perf_counter() - started < 5  # the step was stopped, not waited for
+    level_0 = (await run(opponent(0, client, retriever)))[-1].turn
+    assert turn.reply == level_0.reply and turn.level == level and turn.steps.fallback_from == turn.fallback_from
     await client.aclose()
+
+
+async def test_a_failed_step_whose_message_level_0_cannot_answer_fails_the_turn(retriever, fake_server):
+    fake_server.answer = [error_reply(500, "down")]
+    client = fake_client(fake_server)
+    events = await run(opponent(1, client, retriever), [DialogueTurn("user", "Qwzx vrrk plomb.")])
+    failure = events[-1]
+    assert isinstance(failure, TurnFailed) and failure.step == "retrieval"
+    assert "no argument against this message" in failure.error and not fake_server.bodies
+
+
+async def test_a_message_not_in_english_is_told_the_base_is(retriever, fake_server):
+    german = "Schuluniformen verringern Mobbing, weil niemand wegen seiner Kleidung verspottet wird."
+    events = await run(opponent(0, None, retriever), [DialogueTurn("user", german)])
+    assert isinstance(events[-1], TurnFailed) and "the argument base is in English" in events[-1].error
 
 
 # ---------------------------------------------------------------- the real model, through the CLI
@@ -348,7 +389,7 @@ async def test_a_failed_turn_run_again_draws_new_samples_a_cancelled_one_the_sam
     client = LLMClient(fake_server.profile(kind="vllm", retries=0), ResponseCache(db))
     repository = DebateRepository(db)
     session = DebateSession(repository, repository.create(CLAIM, "con", level=2), client, retriever)
-    session.add_user_message(MESSAGE)
+    session.add_user_message("Qwzx vrrk plomb.")  # nothing in the base: no level-0 answer to fall back to
     failed, _, failure = await session.bot_turn()
     assert failure is not None and failure.step == "strategy"
     first_seeds = [body["seed"] for body in fake_server.bodies]
@@ -418,6 +459,21 @@ async def test_a_message_is_labelled_during_the_reply_only_where_the_backend_aff
     assert "label" in kinds and (kinds.index("label") < kinds.index("stance")) == during, kinds
     await client.aclose()
     await runtime.aclose()
+
+
+async def test_the_embedded_model_labels_with_one_call_per_component_unless_the_student_picks(db, retriever):
+    embedded = LLMClient(BackendProfile(name="embedded", kind="llamacpp", embedded=True, base_urls=["http://127.0.0.1:9/v1"]))
+    gpu = LLMClient(BackendProfile(name="gpu", kind="vllm", model="meta-llama/Llama-3.1-8B-Instruct",
+                                   base_urls=["http://127.0.0.1:9/v1"]))
+    repository = DebateRepository(db)
+    methods = [
+        DebateSession(repository, repository.create(CLAIM, "con", level=0), client, retriever, choice=choice)
+        .choice.component_method
+        for client, choice in ((embedded, None), (gpu, None), (embedded, JudgingChoice("ZSL", "mad")))
+    ]
+    assert methods == ["vanilla", "mad", "mad"]
+    await embedded.aclose()
+    await gpu.aclose()
 
 
 def test_the_embedded_model_labels_after_the_reply_a_gpu_server_during_it():

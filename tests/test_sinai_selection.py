@@ -163,7 +163,7 @@ async def test_two_queries_that_retrieve_the_same_graph_each_get_their_selection
 
 async def test_a_selection_of_two_when_six_are_offered_is_rejected_and_asked_again(retriever, fake_server):
     fake_server.answer = scripted(selection_size=2)
-    failure = (await run_turn(fake_server, retriever))[-1]
+    failure = (await run_turn(fake_server, retriever))[-1].turn.fallback_from
     assert failure.step == "selection" and "invalid output after 2 attempts" in failure.error
     # The query that failed first was asked twice; the other one's second ask may be cancelled with
     # the turn before it reaches the server.

@@ -7,12 +7,12 @@
 * **2 Full**: the five SINAI steps (`engines.debate.pipeline`).
 
 Every level reports the same events and fills the same `BotTurn` (with its level), so
-the session stores and the screen shows them alike. A debate keeps its level.
+the session stores and the screen shows them alike. A debate keeps its level. A level whose
+model step fails answers with level 0's reply, marked as such (`Opponent.fallback_turn`).
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import AsyncGenerator, AsyncIterator, Sequence
@@ -23,32 +23,22 @@ from engines.debate.opponent import (
     DebateSetup,
     DialogueTurn,
     Draft,
-    EvidenceItem,
     Opponent,
     PipelineEvent,
     ReplyProgress,
-    StepClock,
-    StepError,
     StepStarted,
-    evidence_from,
     render_dialogue,
     step_finished,
 )
 from engines.debate.pipeline import DebatePipeline
-from engines.debate.messages import count_words, trim_message
-from engines.debate.records import GraphRecord, RetrievalStep
-from engines.debate.replies import WORD_LIMIT
 from engines.debate.schemas import Reply
 from engines.errors import ArgtuiError
 from engines.llm.client import LLMClient
 from engines.llm.embedded import EMBEDDED_MODEL_NAME
 from engines.llm.profile import BackendProfile
 from engines.llm.types import TextDelta
-from engines.retrieval.strategies import IDEA, ArgumentGraph, GraphEdge, GraphNode
-from engines.retrieval.types import Hit, Retriever
+from engines.retrieval.types import Retriever
 
-CANDIDATES = 3  # counter-arguments retrieved: the evidence levels 0 and 1 show
-SIDE_VOTES = 5  # arguments that vote on the topic nearest a claim and on the student's side of it
 QUICK_MAX_TOKENS = 120  # some 90 words: a draft still going there is too long anyway
 QUICK_DIALOGUE_TURNS = 4  # level 1 sees the last turns only, so its prompt stays short and starts fast
 # The embedded model's default (benchmarks/bench_debate_levels.py, two cores): level 0
@@ -58,48 +48,6 @@ QUICK_DIALOGUE_TURNS = 4  # level 1 sees the last turns only, so its prompt stay
 # always gives a written argument on the bot's side.
 EMBEDDED_LEVEL = 0
 FULL_LEVEL = 2  # the five steps: what every debate before levels was
-
-
-async def counter_arguments(retriever: Retriever, setup: DebateSetup, message: str, k: int = CANDIDATES) -> list[Hit]:
-    """The arguments that best attack the student's message, best first.
-
-    Arguments on a topic of the argument base, on the other side from the student's, that
-    match the message. The topic is the debate's claim when the base holds it; otherwise
-    the topic nearest the claim, and the student's side of it is the side of the arguments
-    on it nearest the message (a claim such as "uniforms should be mandatory" may be the
-    negation of the base's "we should abandon school uniforms"). With no topic near, as
-    the organisers' baseline: arguments whose attacked claim matches the message.
-    """
-    bot_side = "attacks" if setup.user_side == "pro" else "supports"
-    hits = await retriever.search(message, topic=setup.claim, relation=bot_side, k=k)
-    if hits:
-        return hits
-    topic, student = await _nearest_side(retriever, setup.claim, message)
-    if topic is not None:
-        opposite = "attacks" if student == "supports" else "supports"
-        hits = await retriever.search(message, topic=topic, relation=opposite, k=k)
-    return hits or await retriever.search(message, field="attacks", k=k)
-
-
-async def _nearest_side(retriever: Retriever, claim: str, message: str) -> tuple[str | None, str | None]:
-    """The base's topic nearest the claim, and the relation to it of the arguments nearest the
-    message: a vote of the best-ranked of each, ties to the better ranked."""
-    topics = Counter(hit.argument.topic for hit in await retriever.search(claim, k=SIDE_VOTES) if hit.argument.topic)
-    if not topics:
-        return None, None
-    topic = topics.most_common(1)[0][0]
-    relations = Counter(
-        hit.argument.relation for hit in await retriever.search(message, topic=topic, k=SIDE_VOTES)
-        if hit.argument.relation in ("supports", "attacks")
-    )
-    return (topic, relations.most_common(1)[0][0]) if relations else (None, None)
-
-
-def _best(items: list[EvidenceItem], history: Sequence[DialogueTurn]) -> EvidenceItem:
-    """The best-ranked argument the bot has not said yet, within the word limit if one is."""
-    said = {turn.content.strip() for turn in history if turn.role == "assistant"}
-    fresh = [item for item in items if item.argument.text.strip() not in said] or items
-    return next((item for item in fresh if count_words(item.argument.text) <= WORD_LIMIT), fresh[0])
 
 
 def quick_reply_prompt(setup: DebateSetup, history: Sequence[DialogueTurn], argument: str) -> str:
@@ -117,38 +65,8 @@ class RetrievalOpponent(Opponent):
     default_timeouts = {"retrieval": 10.0}
     needs_model = False
 
-    async def _counter(
-        self, clock: StepClock, setup: DebateSetup, history: Sequence[DialogueTurn], turn: BotTurn
-    ) -> EvidenceItem:
-        """Retrieve the counter-arguments into the turn; the best one is selected."""
-        message = next(t.content for t in reversed(history) if t.role == "user")
-        hits = await clock.run(counter_arguments(self.retriever, setup, message))
-        if not hits:
-            raise StepError(clock.step, "the argument base has no argument against this message", "")
-        graph = ArgumentGraph(
-            idea=message, goal="ATTACK",
-            nodes=[GraphNode(hit.argument, "attack", hit.score) for hit in hits],
-            edges=[GraphEdge(hit.argument.id, IDEA, "attacks") for hit in hits],
-        )
-        turn.evidence = evidence_from(graph, 1)
-        turn.steps.retrieval = RetrievalStep(graphs=[GraphRecord.of(graph)])
-        best = _best(turn.evidence, history)
-        best.selected = best.final = True
-        return best
-
-    async def _turn(
-        self, setup: DebateSetup, history: Sequence[DialogueTurn], turn: BotTurn
-    ) -> AsyncIterator[PipelineEvent]:
-        clock = self._clock("retrieval")
-        yield StepStarted(clock.step)
-        best = await self._counter(clock, setup, history, turn)
-        best.used = True
-        text = best.argument.text.strip()
-        if count_words(text) > WORD_LIMIT:
-            text, turn.length_action = trim_message(text, WORD_LIMIT), "trimmed"
-        turn.reply = text
-        yield ReplyProgress(text)
-        yield step_finished(clock, turn)
+    def _turn(self, setup: DebateSetup, history: Sequence[DialogueTurn], turn: BotTurn) -> AsyncIterator[PipelineEvent]:
+        return self._retrieval_reply("retrieval", setup, history, turn)
 
 
 class QuickOpponent(RetrievalOpponent):
@@ -228,7 +146,7 @@ LEVELS: tuple[OpponentLevel, ...] = (
     OpponentLevel(0, "Retrieval", "answers with the best counter-argument from the argument base, word for word",
                   RetrievalOpponent),
     OpponentLevel(1, "Quick", "adapts the best counter-argument to your message in one model call", QuickOpponent),
-    OpponentLevel(2, "Full", "the five SINAI steps: strategy, search queries, two rounds of selection, a reply citing its arguments",
+    OpponentLevel(2, "Full", "plans a strategy, searches the base, picks its best arguments, then writes a reply citing them",
                   DebatePipeline),
 )
 
@@ -249,6 +167,13 @@ def default_level(profile: BackendProfile) -> int:
     """The tiny embedded model gets the level a student can use at interactive speed; any
     other backend (vLLM, a configured server) the five steps."""
     return EMBEDDED_LEVEL if _tiny_model(profile) else FULL_LEVEL
+
+
+def default_component_method(profile: BackendProfile) -> str:
+    """How a student's messages are labelled unless the student picks a method: on the tiny
+    embedded model one call per component (MAD-ACC's debate took two to three minutes per
+    message there), elsewhere MAD-ACC."""
+    return "vanilla" if _tiny_model(profile) else "mad"
 
 
 def labels_during_reply(profile: BackendProfile) -> bool:

@@ -9,11 +9,28 @@ from __future__ import annotations
 import re
 
 _WORD = re.compile(r"\S+")
+_LETTERS = re.compile(r"[^\W\d_]+")
+# Words nearly every English sentence of a few words has one of; other languages' messages
+# (the argument base is English) have none of them, or only by chance.
+_ENGLISH_WORDS = frozenset(
+    "a an the is are was were be been it its this that these those they we you he she i not no and or but if "
+    "because so to of in on for with by as at from should would could can will do does did have has had more "
+    "less than all any their our your them us my me there what why how who which".split()
+)
+ENGLISH_CHECK_WORDS = 4  # shorter messages are not judged
 _SENTENCE_END = re.compile(r"[.!?…][\"'”’)\]]*$")
 
 
 def count_words(text: str) -> int:
     return sum(1 for _ in _WORD.finditer(text))
+
+
+def likely_english(text: str) -> bool:
+    """Whether a message reads as English: True for one too short to tell."""
+    words = [word.lower() for word in _LETTERS.findall(text)]
+    if len(words) < ENGLISH_CHECK_WORDS:
+        return True
+    return sum(word in _ENGLISH_WORDS for word in words) / len(words) >= 0.1
 
 
 def trim_message(text: str, limit: int) -> str:

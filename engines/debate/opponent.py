@@ -2,7 +2,10 @@
 turn, the turn it fills (`BotTurn`), the steps' time limits (`StepClock`) and `Opponent`,
 the base of the levels, with its checked reply (`engines.debate.replies`): a draft that is
 too long, repeats the instructions or argues the student's side is retried once with the
-reason, then replaced by the best selected argument's text, marked as a fallback.
+reason, then replaced by the best selected argument's text, marked as a fallback; a draft
+shows (`ReplyProgress`) only once it passes, its length (`DraftWriting`) until then. Level 0's
+answer, the best counter-argument from the argument base word for word, is here too: a level
+whose model step fails answers with it, marked as such (`Opponent.fallback_turn`).
 
 The levels themselves: `engines.debate.levels` (0 and 1) and `engines.debate.pipeline` (2).
 """
@@ -11,20 +14,31 @@ from __future__ import annotations
 
 import asyncio
 import copy
+from collections import Counter
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import AsyncGenerator, AsyncIterator, Awaitable, Callable, Literal, Mapping, Sequence, TypeVar
 
 from engines.debate import prompts, replies
-from engines.debate.messages import count_words, trim_message
-from engines.debate.records import ArgumentRecord, EvidenceRow, RejectedDraft, ReplyStep, TurnSteps
+from engines.debate.messages import count_words, likely_english, trim_message
+from engines.debate.records import (
+    ArgumentRecord,
+    EvidenceRow,
+    FallbackRecord,
+    GraphRecord,
+    RejectedDraft,
+    ReplyStep,
+    RetrievalStep,
+    TurnSteps,
+)
 from engines.debate.replies import WORD_LIMIT, Rejection
 from engines.debate.schemas import Reply, SearchQuery, StrategyAnalysis
 from engines.llm.client import LLMClient
 from engines.llm.profile import Sampling
 from engines.llm.types import Usage, UsageMeter
-from engines.retrieval.strategies import ArgumentGraph
-from engines.retrieval.types import Argument, Retriever
+from engines.errors import ArgtuiError
+from engines.retrieval.strategies import IDEA, ArgumentGraph, GraphEdge, GraphNode
+from engines.retrieval.types import Argument, Hit, Retriever
 from engines.timing import Stopwatch
 
 Side = Literal["pro", "con"]
@@ -65,6 +79,14 @@ class StepFinished:
 @dataclass(frozen=True)
 class ReplyProgress:
     text: str  # the reply as far as it has streamed
+
+
+@dataclass(frozen=True)
+class DraftWriting:
+    """A reply draft is being written; it is shown once it passes the checks."""
+
+    words: int  # written so far
+    attempt: int  # 1-based
 
 
 @dataclass(frozen=True)
@@ -115,6 +137,8 @@ class BotTurn:
     queries: list[SearchQuery] = field(default_factory=list)  # level 2 only
     level: int = 2
     fallback: bool = False  # every draft was rejected: the reply is the best selected argument's text
+    # The level's own steps failed: the reply is level 0's answer to the message (`Opponent.fallback_turn`).
+    fallback_from: FallbackRecord | None = None
     seconds: float = 0.0
     requests: int = 0
 
@@ -135,7 +159,9 @@ class TurnCompleted:
     turn: BotTurn
 
 
-PipelineEvent = StepStarted | StepFinished | ReplyProgress | ReplyRejected | TurnFailed | TurnCompleted
+PipelineEvent = (
+    StepStarted | StepFinished | DraftWriting | ReplyProgress | ReplyRejected | TurnFailed | TurnCompleted
+)
 
 
 class StepError(Exception):
@@ -167,6 +193,57 @@ def evidence_from(graph: ArgumentGraph, query: int) -> list[EvidenceItem]:
             context=node.context,
         ))
     return items
+
+
+# ---------------------------------------------------------------- level 0's answer: the best counter-argument
+
+# The step a level with model steps answers with when one of them fails: level 0's answer.
+FALLBACK_STEP = ("fallback", "Best counter-argument (fallback)")
+FALLBACK_TIMEOUT_S = 10.0  # level 0's retrieval: milliseconds on the embedded base
+CANDIDATES = 3  # counter-arguments retrieved: the evidence levels 0 and 1 show
+SIDE_VOTES = 5  # arguments that vote on the topic nearest a claim and on the student's side of it
+
+
+async def counter_arguments(retriever: Retriever, setup: DebateSetup, message: str, k: int = CANDIDATES) -> list[Hit]:
+    """The arguments that best attack the student's message, best first.
+
+    Arguments on a topic of the argument base, on the other side from the student's, that
+    match the message. The topic is the debate's claim when the base holds it; otherwise
+    the topic nearest the claim, and the student's side of it is the side of the arguments
+    on it nearest the message (a claim such as "uniforms should be mandatory" may be the
+    negation of the base's "we should abandon school uniforms"). With no topic near, as
+    the organisers' baseline: arguments whose attacked claim matches the message.
+    """
+    bot_side = "attacks" if setup.user_side == "pro" else "supports"
+    hits = await retriever.search(message, topic=setup.claim, relation=bot_side, k=k)
+    if hits:
+        return hits
+    topic, student = await _nearest_side(retriever, setup.claim, message)
+    if topic is not None:
+        opposite = "attacks" if student == "supports" else "supports"
+        hits = await retriever.search(message, topic=topic, relation=opposite, k=k)
+    return hits or await retriever.search(message, field="attacks", k=k)
+
+
+async def _nearest_side(retriever: Retriever, claim: str, message: str) -> tuple[str | None, str | None]:
+    """The base's topic nearest the claim, and the relation to it of the arguments nearest the
+    message: a vote of the best-ranked of each, ties to the better ranked."""
+    topics = Counter(hit.argument.topic for hit in await retriever.search(claim, k=SIDE_VOTES) if hit.argument.topic)
+    if not topics:
+        return None, None
+    topic = topics.most_common(1)[0][0]
+    relations = Counter(
+        hit.argument.relation for hit in await retriever.search(message, topic=topic, k=SIDE_VOTES)
+        if hit.argument.relation in ("supports", "attacks")
+    )
+    return (topic, relations.most_common(1)[0][0]) if relations else (None, None)
+
+
+def best_unsaid(items: list[EvidenceItem], history: Sequence[DialogueTurn]) -> EvidenceItem:
+    """The best-ranked argument the bot has not said yet, within the word limit if one is."""
+    said = {turn.content.strip() for turn in history if turn.role == "assistant"}
+    fresh = [item for item in items if item.argument.text.strip() not in said] or items
+    return next((item for item in fresh if count_words(item.argument.text) <= WORD_LIMIT), fresh[0])
 
 
 # ---------------------------------------------------------------- time limits
@@ -276,7 +353,7 @@ class Opponent:
         self.seed = seed
         self.attempts = attempts
         self.k = k
-        self.step_timeouts = {**self.default_timeouts, **(step_timeouts or {})}
+        self.step_timeouts = {FALLBACK_STEP[0]: FALLBACK_TIMEOUT_S, **self.default_timeouts, **(step_timeouts or {})}
 
     def with_seed(self, seed: int) -> "Opponent":
         """The same bot drawing other samples: a failed turn run again must not get the
@@ -292,25 +369,97 @@ class Opponent:
     def _clock(self, step: str) -> StepClock:
         return StepClock(step, self.step_timeouts[step])
 
-    async def run_turn(self, setup: DebateSetup, history: Sequence[DialogueTurn]) -> AsyncIterator[PipelineEvent]:
-        """Events for one bot turn answering the last user message in `history`."""
-        stopwatch = Stopwatch()
-        turn = BotTurn(
+    def _new_turn(self) -> BotTurn:
+        return BotTurn(
             reply="", words=0, length_action=None, evidence=[], steps=TurnSteps(level=self.level), level=self.level
         )
+
+    async def run_turn(self, setup: DebateSetup, history: Sequence[DialogueTurn]) -> AsyncIterator[PipelineEvent]:
+        """Events for one bot turn answering the last user message in `history`. A level with
+        model steps whose step fails (its output, its time limit, the backend) answers with
+        level 0's reply instead (`fallback_turn`)."""
+        stopwatch = Stopwatch()
+        turn = self._new_turn()
+        step = self.steps[0][0]
         try:
             async for event in self._turn(setup, history, turn):
                 turn.requests += event.requests if isinstance(event, StepFinished) else 0
+                step = event.step if isinstance(event, StepStarted) else step
                 yield event
-        except StepError as failure:
-            yield TurnFailed(failure.step, failure.error, failure.raw)
+        except (StepError, ArgtuiError) as error:
+            failure = (TurnFailed(error.step, error.error, error.raw) if isinstance(error, StepError)
+                       else TurnFailed(step, str(error), ""))
+            async for event in self.fallback_turn(setup, history, failure, stopwatch):
+                yield event
             return
+        yield self._completed(turn, stopwatch)
+
+    @staticmethod
+    def _completed(turn: BotTurn, stopwatch: Stopwatch) -> TurnCompleted:
         turn.words = count_words(turn.reply)
         turn.seconds = stopwatch.seconds
-        yield TurnCompleted(turn)
+        return TurnCompleted(turn)
+
+    async def fallback_turn(
+        self, setup: DebateSetup, history: Sequence[DialogueTurn], failure: TurnFailed,
+        stopwatch: Stopwatch | None = None,
+    ) -> AsyncIterator[PipelineEvent]:
+        """After `failure` of one of this level's model steps: level 0's answer to the message,
+        marked as such (`BotTurn.fallback_from`), so the student still gets a reply on the bot's
+        side. Level 0 itself, or a fallback that finds nothing, fails the turn with `failure`."""
+        if not self.needs_model:
+            yield failure
+            return
+        stopwatch = stopwatch or Stopwatch()
+        turn = self._new_turn()
+        turn.fallback_from = turn.steps.fallback_from = FallbackRecord(
+            step=failure.step, error=failure.error, raw=failure.raw
+        )
+        try:
+            async for event in self._retrieval_reply(FALLBACK_STEP[0], setup, history, turn):
+                yield event
+        except StepError as error:
+            yield TurnFailed(failure.step, f"{failure.error}; no level-0 answer either: {error.error}", failure.raw)
+            return
+        yield self._completed(turn, stopwatch)
 
     def _turn(self, setup: DebateSetup, history: Sequence[DialogueTurn], turn: BotTurn) -> AsyncIterator[PipelineEvent]:
         raise NotImplementedError
+
+    async def _counter(
+        self, clock: StepClock, setup: DebateSetup, history: Sequence[DialogueTurn], turn: BotTurn
+    ) -> EvidenceItem:
+        """Retrieve the counter-arguments into the turn; the best one is selected."""
+        message = next(t.content for t in reversed(history) if t.role == "user")
+        hits = await clock.run(counter_arguments(self.retriever, setup, message))
+        if not hits:
+            hint = "" if likely_english(message) else " (the argument base is in English: write in English)"
+            raise StepError(clock.step, f"the argument base has no argument against this message{hint}", "")
+        graph = ArgumentGraph(
+            idea=message, goal="ATTACK",
+            nodes=[GraphNode(hit.argument, "attack", hit.score) for hit in hits],
+            edges=[GraphEdge(hit.argument.id, IDEA, "attacks") for hit in hits],
+        )
+        turn.evidence = evidence_from(graph, 1)
+        turn.steps.retrieval = RetrievalStep(graphs=[GraphRecord.of(graph)])
+        best = best_unsaid(turn.evidence, history)
+        best.selected = best.final = True
+        return best
+
+    async def _retrieval_reply(
+        self, step: str, setup: DebateSetup, history: Sequence[DialogueTurn], turn: BotTurn
+    ) -> AsyncIterator[PipelineEvent]:
+        """Level 0's answer, as the step `step`: the best counter-argument, word for word."""
+        clock = self._clock(step)
+        yield StepStarted(clock.step)
+        best = await self._counter(clock, setup, history, turn)
+        best.used = True
+        text = best.argument.text.strip()
+        if count_words(text) > WORD_LIMIT:
+            text, turn.length_action = trim_message(text, WORD_LIMIT), "trimmed"
+        turn.reply = text
+        yield ReplyProgress(text)
+        yield step_finished(clock, turn)
 
     async def _checked_reply(
         self, clock: StepClock, setup: DebateSetup, turn: BotTurn, write: WriteDraft, templates: Sequence[str],
@@ -324,9 +473,13 @@ class Opponent:
         accepted: Reply | None = None
         for attempt in range(self.attempts):
             draft = Draft(None, "", "no output came")
+            words = 0
             async for event in clock.events(write(attempt, rejection)):
                 if isinstance(event, ReplyProgress):
-                    yield event
+                    # A draft may still be rejected: its length shows, its text once it passes.
+                    if count_words(event.text) != words:
+                        words = count_words(event.text)
+                        yield DraftWriting(words, attempt + 1)
                 else:
                     draft = event
             rejection = await self._rejection(clock, setup, draft, templates)
@@ -348,6 +501,7 @@ class Opponent:
             step = ReplyStep(
                 **accepted.model_dump(), length_action="regenerated" if regenerated else None, rejected=rejected
             )
+            yield ReplyProgress(step.response)
         turn.steps.reply = step
         turn.reply, turn.length_action, turn.fallback = step.response.strip(), step.length_action, step.fallback
         _mark_used(turn.evidence, step.arguments)

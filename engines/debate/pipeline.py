@@ -6,13 +6,14 @@ strategies; (3) per query, the best three of the six arguments it offers (the
 hits the chains start from stay in the evidence as context; queries
 concurrently); (4) up to three arguments overall; (5) a reply of at most 60
 words with the arguments it used, streamed. Every step's JSON is schema
-constrained and validated; a step that still fails after its retries ends the
-turn with `TurnFailed` — never skipped. So does a step that runs out of its time.
+constrained and validated; a step that still fails after its retries, or runs out of
+its time, ends the level's steps — never skipped: the reply is then level 0's, the best
+counter-argument, marked as such (`Opponent.fallback_turn`).
 
 The reply is checked before it counts (`engines.debate.replies`): a draft that is
 too long, repeats the instructions or argues the student's side is retried once
 with the reason, then replaced by the best selected argument's text, marked as a
-fallback. `Opponent` (`engines.debate.opponent`) holds what every opponent level shares,
+fallback; a draft shows only once it passes. `Opponent` (`engines.debate.opponent`) holds what every opponent level shares,
 with the events a turn reports.
 
 Every text a prompt takes (the dialogue, retrieved arguments, an earlier step's answer)
@@ -226,10 +227,24 @@ class DebatePipeline(Opponent):
         graphs = await clock.run(gathered(
             *(retrieve_for_idea(self.retriever, q.opponent_idea, q.field_to_look, self.k) for q in queries)
         ))
+        # A query whose words find nothing (a small model's may be no words at all) searches with
+        # the student's message, the idea it was meant to attack or support.
+        empty = [number for number, graph in enumerate(graphs, 1) if not graph.candidates()]
+        if empty:
+            message = next(t.content for t in reversed(history) if t.role == "user")
+            found = await clock.run(gathered(
+                *(retrieve_for_idea(self.retriever, message, queries[n - 1].field_to_look, self.k) for n in empty)
+            ))
+            for number, graph in zip(empty, found):
+                graphs[number - 1] = graph
+                queries[number - 1] = queries[number - 1].model_copy(update={"opponent_idea": message})
         turn.evidence = [item for i, graph in enumerate(graphs, 1) for item in evidence_from(graph, i)]
         if not any(graph.candidates() for graph in graphs):
             raise StepError(clock.step, "the argument base returned nothing for any query", "")
-        steps.retrieval = RetrievalStep(graphs=[GraphRecord.of(graph) for graph in graphs])
+        steps.retrieval = RetrievalStep(
+            graphs=[GraphRecord.of(graph) for graph in graphs],
+            message_queries=[n for n in empty if graphs[n - 1].candidates()],
+        )
         yield step_finished(clock, turn)
 
         # 3 per-query selection, queries concurrently

@@ -115,6 +115,16 @@ EVIDENCE = TypeAdapter(list[EvidenceRow])
 
 class RetrievalStep(Record):
     graphs: list[GraphRecord]
+    # Numbers of the queries whose own words found nothing and were searched with the student's message.
+    message_queries: list[int] = []
+
+
+class FallbackRecord(Record):
+    """A level's step failed, so the reply is level 0's: the best counter-argument as written."""
+
+    step: str  # the step that failed
+    error: str
+    raw: str = ""  # what the step's model wrote, when it wrote something unusable
 
 
 class RejectedDraft(Record):
@@ -147,6 +157,7 @@ class TurnSteps(Record):
     final: FinalSelection | None = None
     reply: ReplyStep | None = None
     level: int | None = None  # the opponent level that ran (None: stored before levels, the five steps)
+    fallback_from: FallbackRecord | None = None  # the level's steps failed: level 0 answered
     failed_step: str | None = None
     raw: str | None = None
 
@@ -349,6 +360,11 @@ class StoredTurn:
     def fallback(self) -> bool:
         """The reply is the best selected argument's text because every draft was rejected."""
         return bool(self.steps and self.steps.reply and self.steps.reply.fallback)
+
+    @property
+    def fallback_from(self) -> FallbackRecord | None:
+        """The level's step that failed when the reply is level 0's answer instead."""
+        return self.steps.fallback_from if self.steps else None
 
 
 class FinishedReply(Protocol):

@@ -14,7 +14,7 @@ import random
 from dataclasses import dataclass
 from typing import Callable
 
-from engines.debate.levels import labels_during_reply, opponent
+from engines.debate.levels import default_component_method, labels_during_reply, opponent
 from engines.debate.opponent import (
     BotTurn,
     DebateSetup,
@@ -33,7 +33,7 @@ from engines.timing import Stopwatch
 from store.debates import Debate, DebateRepository, TurnState
 
 DEFAULT_GRICE_STRATEGY = "BEST"
-DEFAULT_COMPONENT_METHOD = "mad"
+DEFAULT_COMPONENT_METHOD = "mad"  # with no model to ask which suits it
 
 
 @dataclass
@@ -41,7 +41,7 @@ class JudgingChoice:
     """How the debate's next turns are judged; the student may change it as the debate goes on."""
 
     grice_strategy: str = DEFAULT_GRICE_STRATEGY
-    component_method: str = DEFAULT_COMPONENT_METHOD
+    component_method: str | None = None  # None: the backend's default (`default_component_method`)
 
 
 class DebateSession:
@@ -72,6 +72,10 @@ class DebateSession:
             label_during_reply = client is not None and labels_during_reply(client.profile)
         self.label_during_reply = label_during_reply
         self.choice = choice or JudgingChoice()  # the one copy: the screen changes it, the exchange reads it
+        if self.choice.component_method is None:
+            self.choice.component_method = (
+                default_component_method(client.profile) if client is not None else DEFAULT_COMPONENT_METHOD
+            )
         self.seed = seed
 
     @property
@@ -132,22 +136,34 @@ class DebateSession:
     async def _bounded_turn(
         self, bot: Opponent, turn: StoredTurn, on_event: Callable[[PipelineEvent], None], deadline_s: float | None
     ) -> tuple[BotTurn | None, TurnFailed | None]:
-        """The bot's outcome; a backend error or the deadline fails the step that was running."""
-        outcome, failure, step = None, None, bot.steps[0][0]  # until a step reports itself
+        """The bot's outcome; a backend error or the deadline fails the step that was running, and a
+        level with model steps then answers with level 0's reply (`Opponent.fallback_turn`)."""
+        outcome: BotTurn | None = None
+        failure: TurnFailed | None = None
+        step = bot.steps[0][0]  # until a step reports itself
+        history = self.history(turn.position)
+
+        def follow(event: PipelineEvent) -> None:
+            nonlocal outcome, failure, step
+            on_event(event)
+            if isinstance(event, StepStarted):
+                step = event.step
+            elif isinstance(event, TurnCompleted):
+                outcome = event.turn
+            elif isinstance(event, TurnFailed):
+                failure = event
+
         try:
             async with asyncio.timeout(deadline_s):
-                async for event in bot.run_turn(self.setup, self.history(turn.position)):
-                    on_event(event)
-                    if isinstance(event, StepStarted):
-                        step = event.step
-                    elif isinstance(event, TurnCompleted):
-                        outcome = event.turn
-                    elif isinstance(event, TurnFailed):
-                        failure = event
+                async for event in bot.run_turn(self.setup, history):
+                    follow(event)
         except TimeoutError:
             failure = TurnFailed(step, f"no reply within {deadline_s:g} s, the turn's time limit", "")
-            on_event(failure)
         except ArgtuiError as exc:
             failure = TurnFailed(step, str(exc), "")
-            on_event(failure)
+        else:
+            return outcome, failure
+        failed, failure = failure, None
+        async for event in bot.fallback_turn(self.setup, history, failed):
+            follow(event)
         return outcome, failure
