@@ -92,7 +92,7 @@ def selected_command(argv: list[str]) -> str | None:
     """The command word of `argv` (after any top-level options), or None."""
     tokens = iter(argv)
     for token in tokens:
-        if token == "--backend":
+        if token in ("--backend", "--student"):
             next(tokens, None)
         elif not token.startswith("-"):
             return token
@@ -111,6 +111,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"argtui {__version__}")
     parser.add_argument("--backend", help="backend profile for the app (default: the configured default)")
+    parser.add_argument("--student", metavar="NAME", help="the student debating in the app (added if new)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     wanted = selected_command(argv)
     group_parsers: dict = {}
@@ -172,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command is None:
             from argtui.app import run_app
 
-            return run_app(backend=args.backend)
+            return run_app(backend=args.backend, student=args.student)
         code = args.handler(args) or 0
         sys.stdout.flush()  # a reader that stopped early (`| head`) shows here, not in the flush at exit
         return code

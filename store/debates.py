@@ -1,6 +1,6 @@
-"""Debates: the claim and sides, every turn with its pipeline outputs and evidence,
-and the analyses attached to turns (Grice judgments of bot replies, component
-labels of student messages).
+"""Debates: the claim and sides, the student who argued (when one was named) and when the debate
+ended, every turn with its pipeline outputs and evidence, and the analyses attached to turns
+(Grice judgments of bot replies, component labels of student messages).
 
 Outputs, evidence and analyses are JSON text: the engine side (`engines.debate.records`)
 owns their shapes and round-trips them through its typed records."""
@@ -41,6 +41,9 @@ class Debate(SQLModel, table=True):
                        description="the opponent's level: 0 retrieval, 1 quick, 2 the five steps")
     created_at: datetime = Field(default_factory=_now)
     updated_at: datetime = Field(default_factory=_now, index=True)
+    student_id: int | None = Field(default=None, foreign_key="student.id", index=True,
+                                   description="the student profile that argued (store.students); None: nobody named")
+    ended_at: datetime | None = Field(default=None, description="when the student ended it (its ballot followed)")
 
 
 class DebateTurn(SQLModel, table=True):
@@ -81,11 +84,13 @@ class DebateRepository:
     def db(self) -> Database:
         return self._db
 
-    def create(self, claim: str, user_side: str, backend: str = "", level: int = 2) -> Debate:
+    def create(
+        self, claim: str, user_side: str, backend: str = "", level: int = 2, student_id: int | None = None,
+    ) -> Debate:
         if user_side not in ("pro", "con"):
             raise ValueError(f"side must be pro or con, got {user_side!r}")
         with self._db.session() as session:
-            debate = Debate(claim=claim, user_side=user_side, backend=backend, level=level)
+            debate = Debate(claim=claim, user_side=user_side, backend=backend, level=level, student_id=student_id)
             session.add(debate)
             session.flush()
             session.refresh(debate)
@@ -94,6 +99,19 @@ class DebateRepository:
     def get(self, debate_id: int) -> Debate | None:
         with self._db.read() as session:
             return session.get(Debate, debate_id)
+
+    def end(self, debate_id: int) -> Debate:
+        """Mark the debate ended, now; a debate ended before keeps the time it first ended."""
+        with self._db.session() as session:
+            debate = session.get(Debate, debate_id)
+            if debate is None:
+                raise KeyError(f"no debate with id {debate_id}")
+            if debate.ended_at is None:
+                debate.ended_at = _now()
+                session.add(debate)
+                session.flush()
+                session.refresh(debate)
+            return debate
 
     def list(self) -> list[tuple[Debate, int]]:
         """Debates, most recently active first, with their turn counts: a turn is a student

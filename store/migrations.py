@@ -27,7 +27,7 @@ from sqlmodel import SQLModel
 
 from store.identity import judge_name, options_digest
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 _VERSION_TABLE = "argtui_schema"
 
 
@@ -169,6 +169,15 @@ def _v5_to_v6(conn: Connection) -> None:
                          {"options": judge.removeprefix(named), "judge": judge})
 
 
+def _v6_to_v7(conn: Connection) -> None:
+    """Debates name the student profile that argued them (`student`: new, create_all) and when they
+    ended; debates from before profiles have no student and never ended."""
+    _add_column(conn, "debate", "student_id", "INTEGER REFERENCES student (id)")
+    _add_column(conn, "debate", "ended_at", "TIMESTAMP")
+    # The index a new file's table has (create_all), so a migrated file finds a student's debates as fast.
+    conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS ix_debate_student_id ON debate (student_id)")
+
+
 def _rebuild_sqlite_table(conn: Connection, table: str) -> None:
     """Give an SQLite table the shape its model has now (SQLite cannot change a unique key in place):
     a new table of that shape gets the rows of the old one, whose columns it has."""
@@ -190,7 +199,7 @@ def _add_column(conn: Connection, table: str, column: str, declaration: str) -> 
 
 
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {
-    1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5, 5: _v5_to_v6,
+    1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5, 5: _v5_to_v6, 6: _v6_to_v7,
 }
 
 

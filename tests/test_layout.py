@@ -21,6 +21,7 @@ FORBIDDEN = {
 # The parts of engines/ (its subpackages and top-level modules), top layer first. A part imports
 # the parts of lower layers; one of its own layer only as `SIDEWAYS` says.
 ENGINE_LAYERS = (
+    {"student"},  # the student coach: ratings, progress, ballots and drills, read from the tasks' judgments
     {"tasks"},  # every judge task, each built on the capabilities below
     {"components", "critiques", "debate", "grice", "inspire", "pairwise"},  # capabilities
     {"judging"},  # the one judgment core: tasks' protocol, runner, verdicts, their store

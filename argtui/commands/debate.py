@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 
 from rich.table import Table
@@ -27,7 +28,7 @@ from engines.debate.exchange import (
 )
 from engines.debate.opponent import ReplyRejected, StepFinished, StepStarted, TurnCompleted, TurnFailed
 from engines.debate.records import DebateRecords
-from engines.debate.session import DEFAULT_COMPONENT_METHOD, DEFAULT_GRICE_STRATEGY, DebateSession, JudgingChoice
+from engines.debate.session import DEFAULT_GRICE_STRATEGY, DebateSession, JudgingChoice
 from engines.errors import ArgtuiError
 from engines.inspire.coaching import coach_lines
 from engines.judging.task import canonical_variant, task
@@ -37,6 +38,7 @@ from engines.tasks.debate_judges import TaskJudges
 from engines.terminal_text import VisibleControlsConsole, print_data
 from engines.timing import Stopwatch
 from store.debates import DebateRepository
+from store.students import StudentRepository
 
 LEVEL_HELP = ", ".join(f"{level.number} {level.name.lower()}" for level in LEVELS)
 JUDGING_OFF = "no Grice judging and no component labels, nor the Coach (they need a model)"
@@ -59,10 +61,22 @@ def register(subparsers) -> None:
         "--timings", action="store_true",
         help="with --script: after each turn, when each step ran and its prompt and generated tokens",
     )
+    parser.add_argument(
+        "--ballot", action="store_true",
+        help="with --script: end the debate afterwards and print its ballot (the student's rating moves)",
+    )
+    parser.add_argument("--ballot-of", type=int, metavar="ID",
+                        help="end the stored debate ID (if it has not ended) and print its ballot")
+    parser.add_argument("--json", action="store_true",
+                        help="with --ballot or --ballot-of: print the ballot and rating change as JSON")
+    parser.add_argument("--ballot-markdown", type=Path, metavar="PATH",
+                        help="with --ballot or --ballot-of: also write the debate and its ballot as Markdown, "
+                             "for a teacher")
+    parser.add_argument("--student", metavar="NAME", help="the student debating (a profile is made for a new name)")
     parser.add_argument("--judge", help="backend profile for the bot and its judges (default: the default)")
     parser.add_argument("--grice-strategy", default=DEFAULT_GRICE_STRATEGY, help="Grice strategy (default BEST)")
-    parser.add_argument("--component-method", default=DEFAULT_COMPONENT_METHOD, choices=("vanilla", "cot", "mad"),
-                        type=str.lower)
+    parser.add_argument("--component-method", choices=("vanilla", "cot", "mad"), type=str.lower,
+                        help="how messages are labelled (default: vanilla on the embedded model, else mad)")
     parser.add_argument("--list", action="store_true", help="list stored debates")
     parser.set_defaults(handler=_debate)
 
@@ -70,15 +84,21 @@ def register(subparsers) -> None:
 def _debate(args) -> int:
     if args.list:
         return run_with_runtime(_list)
+    if (args.json or args.ballot_markdown) and not (args.ballot or args.ballot_of is not None):
+        raise ArgtuiError("--json and --ballot-markdown go with --ballot or --ballot-of")
+    if args.ballot_markdown:
+        check_target(args.ballot_markdown, make_parents=True)  # before the judging, which takes a while
+    if args.ballot_of is not None:
+        return run_with_runtime(lambda runtime: _ballot_of(runtime, args))
     if not args.claim:
-        raise ArgtuiError("--claim is required (or --list)")
+        raise ArgtuiError("--claim is required (or --list, or --ballot-of ID)")
     args.grice_strategy = canonical_variant(task("grice"), args.grice_strategy)  # any letter case, as in eval
     if args.script is None:
-        if args.export or args.timings:
-            raise ArgtuiError("--export and --timings go with --script")
+        if args.export or args.timings or args.ballot:
+            raise ArgtuiError("--export, --timings and --ballot go with --script")
         from argtui.app import run_app
 
-        return run_app(backend=args.judge, debate=(args.claim, args.side, args.level))
+        return run_app(backend=args.judge, debate=(args.claim, args.side, args.level), student=args.student)
     if args.export:
         check_target(args.export, make_parents=True)  # before the debate, which takes minutes
     if not args.script.is_file():
@@ -131,12 +151,16 @@ async def _play(runtime: Runtime, args, lines: list[str]) -> int:
     try:
         client = await runtime.client(profile.name)
     except ArgtuiError as exc:
+        if args.ballot:
+            raise ArgtuiError(f"{exc}\n--ballot needs a model to judge the debate") from None
         if level.needs_model:
             raise ArgtuiError(f"{exc}\n--level 0 debates without a model") from None
         no_model = str(exc)
     retriever = await runtime.retriever()
     repository = DebateRepository(runtime.db)
-    debate = repository.create(args.claim, args.side, backend=profile.name, level=level.number)
+    student = StudentRepository(runtime.db).get_or_add(args.student) if args.student else None
+    debate = repository.create(args.claim, args.side, backend=profile.name, level=level.number,
+                               student_id=student.id if student else None)
     session = DebateSession(
         repository, debate, client, retriever, no_model_reason=no_model,
         choice=JudgingChoice(args.grice_strategy, args.component_method),
@@ -179,9 +203,41 @@ async def _play(runtime: Runtime, args, lines: list[str]) -> int:
             raise OutputError(f"{exc}; debate {debate.id} is stored: "
                               f"argtui export debate {debate.id} --output PATH writes it") from None
         err.print(f"wrote {args.export} (debate {debate.id})", markup=False)
-    else:
+    elif not args.ballot:
         print_data(text)
+    if args.ballot:
+        assert client is not None  # --ballot asked for one above
+        await _print_ballot(runtime, client, debate.id, args, err)
     return 1 if failures else 0
+
+
+async def _ballot_of(runtime: Runtime, args) -> int:
+    client = await runtime.client(args.judge)
+    await _print_ballot(runtime, client, args.ballot_of, args, VisibleControlsConsole(stderr=True))
+    return 0
+
+
+async def _print_ballot(runtime: Runtime, client: LLMClient, debate_id: int, args, err: VisibleControlsConsole) -> None:
+    """End the debate, then print its ballot and the rating change (JSON with --json) and write its Markdown."""
+    from engines.student.ballot_export import ballot_markdown, ballot_section
+    from engines.student.ballots import end_debate
+
+    err.print(f"debate {debate_id}: ending it; its ballot follows", markup=False)
+    ballot, change = await end_debate(runtime, client, debate_id)
+    if args.ballot_markdown:
+        try:
+            write_text_file(args.ballot_markdown, ballot_markdown(runtime.db, debate_id, ballot), make_parents=True)
+        except OutputError as exc:
+            raise OutputError(f"{exc}; the ballot of debate {debate_id} is stored") from None
+        err.print(f"wrote {args.ballot_markdown} (debate {debate_id})", markup=False)
+    if args.json:
+        print_data(json.dumps({"ballot": ballot.model_dump(mode="json"),
+                               "rating": asdict(change) if change is not None else None}, ensure_ascii=False))
+        return
+    print_data(ballot_section(ballot).rstrip("\n"))
+    if change is not None:
+        print_data(f"rating of {change.student}: {change.student_before:.0f} -> {change.student_after:.0f}; "
+                   f"level {change.level}: {change.level_before:.0f} -> {change.level_after:.0f}")
 
 
 class _ExchangePrinter:
@@ -235,6 +291,9 @@ class _ExchangePrinter:
             bot = event.turn
             source = ", ".join(f"{a.id} ({a.topic})" for a in bot.used_arguments)
             fallback = "; every draft rejected, the best argument instead" if bot.fallback else ""
+            if bot.fallback_from is not None:
+                fallback = (f"; step {bot.fallback_from.step} failed ({bot.fallback_from.error}), "
+                            "the best counter-argument instead")
             self._line(f"  bot ({bot.words} words, {bot.requests} requests{fallback}): {bot.reply}")
             self._line(f"  from: {source}")
 

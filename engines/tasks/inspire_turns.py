@@ -7,15 +7,17 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal, Sequence
+from typing import Annotated, Literal, Mapping, Sequence
 
 from pydantic import BaseModel
 
-from engines.debate.records import TurnSteps
-from engines.inspire.score import InspireScore, ScoreComparison, compare
+from engines.debate.records import StoredTurn, TurnSteps
+from engines.inspire.score import TASK_NAME, InspireScore, ScoreComparison, compare, stored_turn_key
 from engines.judging.options import OptionInfo, PositiveCount, TaskOptions
+from engines.judging.store import JudgmentStore
 from engines.judging.verdict import Verdict
 from engines.llm.types import Usage
+from store.db import Database
 
 Role = Literal["user", "assistant"]
 
@@ -102,3 +104,30 @@ def per_turn_cost(judgments: Sequence[TurnJudgment]) -> dict[str, float]:
         "completion_tokens": usage.completion_tokens / count,
         "seconds": sum(j.score.seconds for j in judgments) / count,
     }
+
+
+def stored_message_scores(
+    db: Database, dialogues: Mapping[int, Sequence[StoredTurn]]
+) -> dict[tuple[int, int], InspireScore]:
+    """(debate id, stored position) -> the InspireScore stored of that student message, for the
+    dialogues given (a debate's turns `in_dialogue`, in order). The task keys a stored turn by its
+    index in the dialogue; a score counts only where its text is the message's, since a reply run
+    again after a failure moves the indices. Where several judges scored a message, the judge
+    that scored the most of them counts, so the debates are compared on one judge where they can be."""
+    wanted = {
+        stored_turn_key(debate_id, index): (debate_id, turn)
+        for debate_id, dialogue in dialogues.items()
+        for index, turn in enumerate(dialogue) if turn.role == "user"
+    }
+    store = JudgmentStore(db, TASK_NAME)
+    found: dict[tuple[int, int], InspireScore] = {}
+    for stored in store.judges():
+        missing = [key for key, (debate_id, turn) in wanted.items() if (debate_id, turn.position) not in found]
+        if not missing:
+            break
+        for key, verdict in store.latest(stored.judge, missing).items():
+            debate_id, turn = wanted[key]
+            judged = turn_judgment(verdict) if verdict.data is not None else None
+            if judged is not None and judged.role == "user" and judged.text == turn.content:
+                found[(debate_id, turn.position)] = judged.score
+    return found

@@ -1,0 +1,461 @@
+"""The ballot after a debate: who won, why, speaker points, one fix and one rewritten sentence.
+
+An item is a stored debate (`--debate ID`; by default every ended one). The judge reads
+the transcript with its student turns numbered 1..n and each bot reply marked as the
+reply to its turn, beside what was measured of every turn: the Coach's InspireScore of
+each student message (`stored_message_scores`) and the latest Grice judgments of each reply. It answers in ONE call constrained to a JSON schema: the winner,
+a reason citing turns as "turn N", speaker points on the school-debate scale, a fix, and a
+rewrite of one of the student's own sentences (the schema offers only those). An answer
+that breaks a rule the schema cannot state (a reason too long or citing no turn of the
+debate, points that contradict the winner, a rewrite that changes nothing) is asked again
+with another sampling (`structured_until_valid`). The strongest and weakest turns come from
+the stored InspireScores, never from the model.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Annotated, Callable, Literal, Sequence
+
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
+
+from engines.debate.export import exchanges
+from engines.debate.messages import count_words
+from engines.debate.records import DebateRecords, StoredTurn
+from engines.errors import ArgtuiError
+from engines.inspire.score import DIMENSION_TITLES, InspireScore
+from engines.judging.evaluate import run_task
+from engines.judging.options import OptionInfo, TaskOptions
+from engines.judging.quoting import LABEL_COLON, inline
+from engines.judging.runner import RunProgress
+from engines.judging.task import ReportTable, TaskBase, TaskContext, TaskItem, TaskReport, VariantName
+from engines.judging.verdict import JudgeId, Verdict
+from engines.llm.budget import max_tokens_for
+from engines.llm.client import LLMClient
+from engines.llm.embedded import EMBEDDED_MODEL_NAME
+from engines.llm.profile import Sampling
+from engines.llm.reasking import structured_until_valid
+from engines.sentences import sentence_spans
+from engines.tasks.inspire_turns import stored_message_scores
+from store.db import Database
+from store.debates import DebateRepository
+
+NAME = "ballot"
+VARIANT = "adjudicator"
+SPEAKER_POINTS = (25.0, 30.0)  # school-debate scale, 0.5 steps; 25 poor ... 27.5 average ... 30 outstanding
+POINT_STEP = 0.5
+POINT_STEPS = tuple(SPEAKER_POINTS[0] + POINT_STEP * n
+                    for n in range(round((SPEAKER_POINTS[1] - SPEAKER_POINTS[0]) / POINT_STEP) + 1))
+REASON_WORDS = 120
+REASON_CHARS = REASON_WORDS * 8  # the schema's bound; the words are counted when the answer is read
+FIX_CHARS = 300
+REWRITE_CHARS = 400
+# The first attempt greedy, each further one sampled with a seed of its own (a new cache key).
+ATTEMPTS = (Sampling(temperature=0.0), Sampling(temperature=0.7, seed=1), Sampling(temperature=0.7, seed=2))
+TURN_CITATION = re.compile(r"\bturn\s+(\d+)\b", re.IGNORECASE)
+PROMPT_LABELS = ("Claim", "Coach", "Grice")
+# The prompt's numbered labels ("Turn 2 (student):", "Reply to turn 2 (bot):"), which `inline` cannot name.
+TURN_LABEL = re.compile(r"((?<!\w)turn\s+\d+\s*(?:\([^()]*\))?\s*):", re.IGNORECASE)
+
+BALLOT_PROMPT = """\
+You are the adjudicator of a school debate between a student and a debate bot.
+
+Claim: {claim}
+The student argues {student_side} the claim; the bot argues {bot_side} it.
+
+The debate follows, the student's turns numbered. Under each turn is what was measured of it:
+Coach is the InspireScore of a student turn, from 0 (poor) to 1 (excellent); Grice gives, for
+a bot reply, whether it keeps each conversational maxim and the probability that it does.
+
+{transcript}
+
+Fill in the ballot:
+- winner: "student" or "bot", whoever argued better.
+- reason: at most {reason_words} words on why, starting with the turn that decided it: "Turn N ...".
+- student_points and bot_points: speaker points from {low:g} (poor) through {average:g} (average) to {high:g} \
+(outstanding), in steps of 0.5.
+- fix: the one thing the student should do differently next time.
+- rewrite_from: the student's sentence that most needs work, copied exactly.
+- rewrite_to: that sentence as the student should have said it.
+"""
+
+DEMO_DEBATE = (
+    "School uniforms should be mandatory", "pro",
+    (("Uniforms stop bullying. Nobody is mocked for their clothes.",
+      "Bullies find other targets: shoes, phones and haircuts still show who has money."),
+     ("Uniforms also save parents money.",
+      "A uniform is bought on top of everyday clothes, so poorer families pay more, not less.")),
+)
+
+
+class BallotOptions(TaskOptions):
+    debate: Annotated[int | None, OptionInfo(
+        "a stored debate (argtui debate --list shows them; default: every ended debate)", metavar="ID")] = None
+
+
+class TurnMark(BaseModel):
+    """A student turn and what was measured of it: its InspireScore and the Grice judgments of
+    the bot reply that answered it (P(yes) by maxim)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    turn: int  # 1-based student turn number
+    text: str
+    inspire: float | None
+    dimensions: dict[str, float | None]
+    grice: dict[str, float | None]
+
+
+class MeasuredTurn(BaseModel):
+    """A student turn of a stored debate as the judge sees it, with the reply that answered it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    number: int
+    position: int  # in the stored debate
+    text: str
+    inspire: float | None = None
+    dimensions: dict[str, float | None] = {}  # empty: the Coach measured nothing
+    reply: str | None = None
+    reply_position: int | None = None
+    grice: dict[str, float | None] = {}  # P(yes) by maxim; empty: not judged
+    grice_answers: dict[str, str | None] = {}  # yes / no by maxim, None where the answer was invalid
+
+    @property
+    def mark(self) -> TurnMark:
+        return TurnMark(turn=self.number, text=self.text, inspire=self.inspire, dimensions=self.dimensions,
+                        grice=self.grice)
+
+    @property
+    def sentences(self) -> tuple[str, ...]:
+        """The student's sentences, each up to where the next starts (its closing punctuation kept)."""
+        starts = [start for start, _ in sentence_spans(self.text)]
+        pieces = (self.text[start:end].strip() for start, end in zip(starts, [*starts[1:], len(self.text)]))
+        return tuple(piece for piece in pieces if piece)
+
+
+class DebateTranscript(BaseModel):
+    """What the ballot's judge is given of a debate (debate 0: the built-in demonstration)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    debate: int
+    claim: str
+    user_side: Literal["pro", "con"]
+    level: int
+    turns: tuple[MeasuredTurn, ...]
+
+    @property
+    def bot_side(self) -> str:
+        return "con" if self.user_side == "pro" else "pro"
+
+    def sentence_turn(self, sentence: str) -> int:
+        """The first student turn that has `sentence`."""
+        return next(turn.number for turn in self.turns if sentence in turn.sentences)
+
+
+class Ballot(BaseModel):
+    """The verdict's data."""
+
+    debate: int
+    winner: Literal["student", "bot"]
+    reason: str
+    student_points: float
+    bot_points: float
+    strongest: TurnMark | None  # computed from stored scores, not by the model; None: nothing measured
+    weakest: TurnMark | None
+    fix: str
+    rewrite_turn: int
+    rewrite_from: str  # one of the student's own sentences
+    rewrite_to: str
+    demonstration: bool  # made by the embedded model: shown as a demonstration
+
+
+class BallotAnswer(BaseModel):
+    """What the judge answers; `answer_model` narrows `rewrite_from` to the debate's sentences."""
+
+    winner: Literal["student", "bot"]
+    reason: str = Field(min_length=1, max_length=REASON_CHARS)
+    student_points: Literal[POINT_STEPS]  # type: ignore[valid-type]
+    bot_points: Literal[POINT_STEPS]  # type: ignore[valid-type]
+    fix: str = Field(min_length=1, max_length=FIX_CHARS)
+    rewrite_from: str
+    rewrite_to: str = Field(min_length=1, max_length=REWRITE_CHARS)
+
+    @field_validator("reason")
+    @classmethod
+    def _short(cls, reason: str) -> str:
+        words = count_words(reason)
+        if words > REASON_WORDS:
+            raise ValueError(f"{words} words; at most {REASON_WORDS}")
+        return reason
+
+    @model_validator(mode="after")
+    def _rewritten(self) -> BallotAnswer:
+        if " ".join(self.rewrite_to.split()).casefold() == " ".join(self.rewrite_from.split()).casefold():
+            raise ValueError("rewrite_to repeats rewrite_from")
+        return self
+
+
+def answer_model(transcript: DebateTranscript) -> type[BallotAnswer]:
+    """The answer's model for this debate: `rewrite_from` one of the student's sentences, the
+    reason starting with one of its turns (`reason_pattern`) and citing none it does not have."""
+    sentences = tuple(dict.fromkeys(s for turn in transcript.turns for s in turn.sentences))
+    numbers = {turn.number for turn in transcript.turns}
+
+    def cites_turns(cls, reason: str) -> str:
+        cited = {int(number) for number in TURN_CITATION.findall(reason)}
+        if cited - numbers:
+            raise ValueError(f"cites turn {min(cited - numbers)}; the debate has turns 1 to {max(numbers)}")
+        return reason
+
+    return create_model(
+        "BallotAnswer", __base__=BallotAnswer,
+        __validators__={"cites_turns": field_validator("reason")(cites_turns)},
+        reason=(str, Field(min_length=1, max_length=REASON_CHARS, pattern=reason_pattern(sorted(numbers)))),
+        rewrite_from=(Literal[sentences], ...),  # type: ignore[valid-type]
+    )
+
+
+def reason_pattern(numbers: Sequence[int]) -> str:
+    """A reason that starts with the turn that decided it ("Turn 2: …") and has at most
+    REASON_WORDS words: what a constraining backend can write at all. Its words hold no double
+    quote or backslash, which a grammar made from a pattern would write into the JSON unescaped."""
+    turns = "|".join(str(number) for number in numbers)
+    return rf'^Turn ({turns})[,.:;]?( [^ "\\]+){{0,{REASON_WORDS - 2}}}$'
+
+
+def _marks(transcript: DebateTranscript) -> tuple[TurnMark | None, TurnMark | None]:
+    """The student turns of the highest and of the lowest overall InspireScore (the first of
+    equals; the same turn when one alone was measured); None when the Coach measured none."""
+    measured = [turn for turn in transcript.turns if turn.inspire is not None]
+    if not measured:
+        return None, None
+    return (max(measured, key=lambda turn: turn.inspire).mark,  # type: ignore[arg-type, return-value]
+            min(measured, key=lambda turn: turn.inspire).mark)  # type: ignore[arg-type, return-value]
+
+
+# ---------------------------------------------------------------- reading a stored debate
+
+
+def _measured(number: int, user: StoredTurn, reply: StoredTurn | None, score: InspireScore | None) -> MeasuredTurn:
+    grice = reply.grice if reply is not None else None
+    return MeasuredTurn(
+        number=number, position=user.position, text=user.content,
+        inspire=score.overall if score is not None else None,
+        dimensions=score.dimensions if score is not None else {},
+        reply=reply.content if reply is not None else None,
+        reply_position=reply.position if reply is not None else None,
+        grice={name: metric.p_yes for name, metric in grice.metrics.items()} if grice else {},
+        grice_answers={name: metric.answer for name, metric in grice.metrics.items()} if grice else {},
+    )
+
+
+def debate_transcript(db: Database, debate_id: int) -> DebateTranscript:
+    """A stored debate's student turns, numbered, each with the reply that answered it and the
+    stored numbers of both."""
+    repository = DebateRepository(db)
+    debate = repository.get(debate_id)
+    if debate is None:
+        raise ArgtuiError(f"no debate with id {debate_id} (argtui debate --list shows them)")
+    turns = [turn for turn in DebateRecords(repository).turns(debate_id) if turn.in_dialogue]
+    replies = {user.position: bot for user, bot in exchanges(turns)}
+    students = [turn for turn in turns if turn.role == "user"]
+    scores = {position: score for (_, position), score in stored_message_scores(db, {debate_id: turns}).items()}
+    return DebateTranscript(
+        debate=debate_id, claim=debate.claim, user_side=debate.user_side, level=debate.level,  # type: ignore[arg-type]
+        turns=tuple(_measured(number, user, replies.get(user.position), scores.get(user.position))
+                    for number, user in enumerate(students, 1)),
+    )
+
+
+def _demo_transcript() -> DebateTranscript:
+    claim, side, pairs = DEMO_DEBATE
+    return DebateTranscript(debate=0, claim=claim, user_side=side, level=0, turns=tuple(  # type: ignore[arg-type]
+        MeasuredTurn(number=number, position=2 * (number - 1), text=message, reply=reply,
+                     reply_position=2 * number - 1)
+        for number, (message, reply) in enumerate(pairs, 1)
+    ))
+
+
+# ---------------------------------------------------------------- the prompt
+
+
+def _numbers(values: dict[str, float | None], answers: dict[str, str | None] | None = None) -> str:
+    parts = []
+    for name, value in values.items():
+        title = DIMENSION_TITLES.get(name, name)
+        answer = (answers or {}).get(name)
+        if value is None:
+            parts.append(f"{title} not measured")
+        else:
+            parts.append(f"{title} {answer + ' ' if answer else ''}{value:.2f}")
+    return ", ".join(parts)
+
+
+def _quoted(text: str) -> str:
+    """Data on one line that cannot pose as the prompt's labels, numbered ones included."""
+    return TURN_LABEL.sub(lambda match: match.group(1) + LABEL_COLON, inline(text, labels=PROMPT_LABELS))
+
+
+def transcript_text(transcript: DebateTranscript) -> str:
+    """The debate as the judge reads it (and the Arena shows it): data on one line each."""
+    lines = []
+    for turn in transcript.turns:
+        lines.append(f"Turn {turn.number} (student): {_quoted(turn.text)}")
+        coach = f"overall {turn.inspire:.2f}; {_numbers(turn.dimensions)}" if turn.inspire is not None else None
+        lines.append(f"  Coach: {coach or 'not measured'}")
+        if turn.reply is None:
+            lines.append(f"Reply to turn {turn.number} (bot): none")
+            continue
+        lines.append(f"Reply to turn {turn.number} (bot): {_quoted(turn.reply)}")
+        lines.append(f"  Grice: {_numbers(turn.grice, turn.grice_answers) or 'not judged'}")
+    return "\n".join(lines)
+
+
+def ballot_prompt(transcript: DebateTranscript) -> str:
+    low, high = SPEAKER_POINTS
+    return BALLOT_PROMPT.format(
+        claim=_quoted(transcript.claim), student_side="for" if transcript.user_side == "pro"
+        else "against", bot_side="for" if transcript.bot_side == "pro" else "against",
+        transcript=transcript_text(transcript), reason_words=REASON_WORDS, low=low, average=(low + high) / 2, high=high,
+    )
+
+
+# ---------------------------------------------------------------- the task
+
+
+def ballot_of(verdict: Verdict) -> Ballot:
+    """The ballot a verdict of this task holds; an ArgtuiError for an invalid verdict."""
+    if not verdict.valid or verdict.data is None:
+        raise ArgtuiError(f"no ballot: {verdict.invalid_reason or 'the verdict holds none'}")
+    return Ballot.model_validate(verdict.data)
+
+
+async def _embedded(client: LLMClient) -> bool:
+    return client.profile.embedded or await client.model() == EMBEDDED_MODEL_NAME
+
+
+def _item(transcript: DebateTranscript) -> TaskItem:
+    title = "demonstration debate" if transcript.debate == 0 else f"debate {transcript.debate}"
+    return TaskItem(
+        key=f"debate:{transcript.debate}", title=f"{title} · {transcript.claim}",
+        body=f"Claim: {transcript.claim}\nStudent: {transcript.user_side}, bot: {transcript.bot_side}\n\n"
+             + transcript_text(transcript),
+        payload=transcript,
+    )
+
+
+def _ended(db: Database) -> list[int]:
+    """The ended debates with a student turn, oldest first."""
+    return sorted(debate.id for debate, turns in DebateRepository(db).list() if debate.ended_at is not None and turns)
+
+
+class BallotTask(TaskBase):
+    name = NAME
+    title = "Ballot of a debate: winner, reason, speaker points, one fix"
+    description = (
+        "Adjudicates stored debates (--debate ID, default every ended debate) from the transcript and what was "
+        "measured of each turn (the Coach's InspireScore, the Grice judgments): who won and why, speaker points "
+        f"{SPEAKER_POINTS[0]:g}-{SPEAKER_POINTS[1]:g}, one fix and one of the student's sentences rewritten."
+    )
+    labels = ("student", "bot")
+    variant_section = "Ballot (judge names)"
+    variant_names = {
+        VARIANT: VariantName("Adjudicator", "Adjudicate", "one schema-constrained answer from the transcript and "
+                             "the measured numbers of each turn"),
+    }
+    prompt_modules = (__name__,)
+    Options = BallotOptions
+
+    def variants(self) -> tuple[str, ...]:
+        return (VARIANT,)
+
+    def items(self, ctx: TaskContext, options: BallotOptions) -> list[TaskItem]:
+        if options.debate is not None:
+            transcript = debate_transcript(ctx.db, options.debate)
+            if not transcript.turns:
+                raise ArgtuiError(f"debate {options.debate} has no student turn to judge")
+            return [_item(transcript)]
+        return [_item(debate_transcript(ctx.db, debate_id)) for debate_id in _ended(ctx.db)][: options.limit]
+
+    def draw(self, ctx: TaskContext, rng: random.Random, **filters: str) -> TaskItem:
+        """An ended debate, or the built-in demonstration when none has ended."""
+        ended = _ended(ctx.db)
+        return _item(debate_transcript(ctx.db, rng.choice(ended)) if ended else _demo_transcript())
+
+    async def judge(
+        self, ctx: TaskContext, item: TaskItem, variant: str, client: LLMClient, options: BallotOptions
+    ) -> Verdict:
+        transcript: DebateTranscript = item.payload
+        model = answer_model(transcript)
+        samplings = [sampling.model_copy(update={"max_tokens": max_tokens_for(model)}) for sampling in ATTEMPTS]
+        asked = await structured_until_valid(
+            client, [{"role": "user", "content": ballot_prompt(transcript)}], model, samplings
+        )
+        if not asked.valid:
+            return Verdict.invalid(f"no valid ballot after {asked.attempts} attempts: {asked.result.error}",
+                                   asked.result.raw, asked.usage)
+        answer = asked.result.value
+        strongest, weakest = _marks(transcript)
+        ballot = Ballot(
+            debate=transcript.debate, winner=answer.winner, reason=answer.reason,
+            student_points=answer.student_points, bot_points=answer.bot_points, strongest=strongest, weakest=weakest,
+            fix=answer.fix, rewrite_turn=transcript.sentence_turn(answer.rewrite_from),
+            rewrite_from=answer.rewrite_from, rewrite_to=answer.rewrite_to, demonstration=await _embedded(client),
+        )
+        return Verdict(
+            label=ballot.winner, distribution={ballot.winner: 1.0}, data=ballot.model_dump(mode="json"),
+            detail=f"{ballot.winner} wins, {ballot.student_points:g} to {ballot.bot_points:g}: {ballot.reason}",
+            raw=asked.result.raw, usage=asked.usage,
+        )
+
+    def report(
+        self, ctx: TaskContext, judge: JudgeId, items: Sequence[TaskItem], verdicts: dict[str, Verdict],
+        options: BallotOptions, run_id: int,
+    ) -> TaskReport:
+        rows, ballots = [], []
+        for item in items:
+            verdict = verdicts[item.key]
+            transcript: DebateTranscript = item.payload
+            if not verdict.valid:
+                rows.append((transcript.debate, transcript.claim, "invalid", None, None, None, None))
+                continue
+            ballot = ballot_of(verdict)
+            ballots.append(ballot)
+            rows.append((
+                ballot.debate, transcript.claim, ballot.winner, f"{ballot.student_points:g}", f"{ballot.bot_points:g}",
+                ballot.strongest.turn if ballot.strongest else None, ballot.weakest.turn if ballot.weakest else None,
+            ))
+        notes = [f"{len(ballots)} ballots of {len(items)} debates; "
+                 f"the student won {sum(b.winner == 'student' for b in ballots)}"]
+        if any(ballot.demonstration for ballot in ballots):
+            notes.append("made by the embedded model: a demonstration, not a judgment to rely on")
+        return TaskReport(
+            f"Ballots · {judge.name}",
+            (ReportTable("Per debate (strongest and weakest turn by the Coach's InspireScore)",
+                         ("debate", "claim", "winner", "student points", "bot points", "strongest", "weakest"),
+                         tuple(rows)),),
+            tuple(notes),
+            {"ballots": [ballot.model_dump(mode="json") for ballot in ballots],
+             "invalid": [row[0] for row in rows if row[2] == "invalid"]},
+        )
+
+
+TASK = BallotTask()
+
+
+async def make_ballot(
+    ctx: TaskContext, client: LLMClient, debate_id: int, on_progress: Callable[[RunProgress], None] | None = None,
+) -> Ballot:
+    """The debate's ballot, judged through the judging core as `argtui eval ballot --debate ID` judges
+    it (the same judge and item): stored, so a second call returns it without a model call; a
+    stored invalid one is judged again."""
+    options = BallotOptions(debate=debate_id)
+    items = TASK.items(ctx, options)
+    run = await run_task(
+        ctx, TASK, client, VARIANT, options, items, selection={"debate": debate_id},
+        on_progress=on_progress or (lambda progress: None), retry_invalid=True,
+    )
+    return ballot_of(run.outcome.verdicts[items[0].key])
