@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,13 +15,13 @@ from textual.strip import Strip
 
 from argtui.runtime import Runtime
 from engines.terminal_text import VisibleControlsConsole, has_controls, visible_segment
-from screens.home import HomeScreen
-from screens.modes import discover_modes
+from screens.home import HomeScreen, home_modes
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from engines.llm.status import BackendStatus
+    from store.students import Student
 
 
 _render_strip = Strip.render
@@ -66,12 +67,14 @@ class ArgtuiApp(App):
     ]
 
     backend_status: reactive[BackendStatus | None] = reactive(None)
+    student: reactive[Student | None] = reactive(None)  # whose debates, ballots, progress and drills
 
     def __init__(
         self,
         runtime: Runtime | None = None,
         backend: str | None = None,
         debate: tuple[str, str, int | None] | None = None,
+        student: str | None = None,
     ):
         super().__init__()
         show_control_characters()
@@ -79,11 +82,45 @@ class ArgtuiApp(App):
         self.services = runtime or Runtime()
         self.backend_name = self.services.config.profile(backend).name
         self.start_debate = debate  # (claim, side, level or None for the backend's): open the Debate screen on it
+        self.start_student = student  # `--student NAME`: the current student from the start (added if new)
 
     def on_mount(self) -> None:
         self.push_screen(HomeScreen())
         # Home is drawn first: starting the backend and its HTTP client takes a few tenths of a second
         self.call_after_refresh(self.action_check_backend)
+        if self.start_student is None and not self._may_have_students():
+            self._begin(None)  # no database yet: no student to pick, and none is made here
+        else:
+            self.call_after_refresh(self._choose_student)  # the store is imported once Home is drawn
+
+    def _choose_student(self) -> None:
+        """The `--student` one; else, when the database has students, the picker is offered; then
+        the debate the command line asked for opens, the student's."""
+        from screens.students import StudentPickerScreen
+        from store import StoreError
+        from store.students import StudentRepository
+
+        students = StudentRepository(self.services.db)
+        if self.start_student is not None:
+            try:
+                student = students.get_or_add(self.start_student)
+            except StoreError as exc:  # a blank name
+                self.notify(str(exc), title="--student", severity="error", markup=False)
+                student = None
+            self._begin(student)
+        elif students.list():
+            self.push_screen(StudentPickerScreen(), self._begin)
+        else:
+            self._begin(None)
+
+    def _may_have_students(self) -> bool:
+        from argtui.runtime import DATABASE_URL_ENV
+
+        return bool(os.environ.get(DATABASE_URL_ENV)) or self.services.config.paths.database.exists()
+
+    def _begin(self, student: Student | None) -> None:
+        if student is not None:
+            self.student = student
         if self.start_debate:
             from engines.debate.levels import default_level
             from screens.debate import DebateScreen
@@ -92,7 +129,10 @@ class ArgtuiApp(App):
             claim, side, level = self.start_debate
             if level is None:
                 level = default_level(self.services.config.profile(self.backend_name))
-            debate = DebateRepository(self.services.db).create(claim, side, backend=self.backend_name, level=level)
+            debate = DebateRepository(self.services.db).create(
+                claim, side, backend=self.backend_name, level=level,
+                student_id=self.student.id if self.student is not None else None,
+            )
             self.push_screen(DebateScreen(debate.id))
 
     def action_check_backend(self) -> None:
@@ -124,7 +164,7 @@ class ArgtuiApp(App):
 
     def get_system_commands(self, screen: Screen):
         yield from super().get_system_commands(screen)
-        for mode in discover_modes():
+        for mode in home_modes():
             yield SystemCommand(
                 f"Open {mode.title}", mode.description,
                 lambda make=mode.make_screen: self.push_screen(make()),
@@ -136,6 +176,8 @@ class ArgtuiApp(App):
         await self.services.aclose()
 
 
-def run_app(backend: str | None = None, debate: tuple[str, str, int | None] | None = None) -> int:
-    ArgtuiApp(backend=backend, debate=debate).run()
+def run_app(
+    backend: str | None = None, debate: tuple[str, str, int | None] | None = None, student: str | None = None
+) -> int:
+    ArgtuiApp(backend=backend, debate=debate, student=student).run()
     return 0

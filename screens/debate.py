@@ -9,6 +9,9 @@ its debate transcript) for a student message.
 When the backend cannot start, a level-0 debate goes on without a model (the bot answers
 from the argument base, nothing is judged) and any other says why it cannot, until a retry.
 
+The debate ends when the student says so (Ctrl+E) or after `[debate] max_turns` exchanges:
+its ballot opens (`screens.ballot`), and from then on the debate is read-only.
+
 What the screen shows lives in `screens/debate_state.py`, how each part is drawn in
 `screens/widgets/`. A send (or a retry) is one call into the exchange
 (`engines.debate.exchange`), run in a worker; this module only renders its events.
@@ -53,15 +56,23 @@ from engines.debate.exchange import (
     ReplyStarted,
     ReplyStored,
 )
-from engines.debate.opponent import ReplyProgress, TurnCompleted
+from engines.debate.opponent import DraftWriting, ReplyProgress, ReplyRejected, TurnCompleted
 from engines.debate.records import ComponentRecord, DebateRecords, GriceRecord
 from engines.debate.session import DebateSession, JudgingChoice
 from engines.debate.settings import DebateSettings
 from engines.errors import ArgtuiError
 from engines.grice.judge import STRATEGIES as GRICE_STRATEGIES
+from engines.student.ratings import level_rating, student_rating
 from engines.tasks.debate_judges import TaskJudges
 from screens.choice import Answer, ChoiceDialog
-from screens.debate_state import NO_MODEL, DebateState, Message, turns_text
+from screens.debate_state import (
+    NO_MODEL,
+    DebateState,
+    Message,
+    drafting_text,
+    players_title,
+    turns_text,
+)
 from screens.demo_notice import DemoNotice
 from screens.glossary import component_method_title, grice_strategy_title
 from screens.services import services
@@ -71,14 +82,17 @@ from screens.widgets.evidence import EvidencePanel
 from screens.widgets.judgment import GricePanel
 from screens.widgets.parts import ComponentList
 from screens.widgets.strategy import StepsPanel
-from screens.widgets.transcript import RETRY_KEY, STEP_TITLES, TICK_S, MessageView, component_transcript
+from screens.widgets.transcript import RETRY_KEY, TICK_S, MessageView, component_transcript
 from store import StoreError
 from store.debates import Debate, DebateRepository, TurnState
+from store.students import StudentRepository
 
 REPLY_REFRESH_S = 0.05  # stream the reply at about 20 updates per second
 QUESTIONS_KEY = "F2"
 NOTICE_KEY = "F8"
 COACH_DETAILS_KEY = "F6"
+END_KEY = "Ctrl+E"
+EMPTY_MESSAGE = "Type a message first"
 # The side panel's tabs, named once; app.tcss fits them whole in its narrowest width (at 80×24).
 SIDE_TABS = {"steps-tab": "Steps", "evidence-tab": "Evidence", "grice-tab": "Grice", "components-tab": "Parts",
              "coach-tab": "Coach"}
@@ -116,6 +130,9 @@ class DebateScreen(Screen):
         Binding("escape", "back", "Back"),
         Binding("ctrl+r", "retry", "Retry", tooltip="Run a failed or cancelled turn again, or try the backend again"),
         Binding("ctrl+t", "open_transcript", "Transcript", tooltip="Open a component's debate transcript"),
+        # Over the message box's own Ctrl+E (to the end of the line, which End does too).
+        Binding("ctrl+e", "end_debate", "End debate", priority=True,
+                tooltip="End the debate and see its ballot (once it has ended: the ballot again)"),
         Binding("ctrl+l", "focus_input", "Type", show=False, tooltip="Back to the message box"),
         # Ctrl+G, Ctrl+O and F2 are listed on the line that shows what they change, not in the short footer.
         Binding("ctrl+g", "next_grice_strategy", "Grice", show=False, tooltip="Judge later replies with the next Grice strategy"),
@@ -142,6 +159,10 @@ class DebateScreen(Screen):
         self._streaming: MessageView | None = None
         self._pending_reply = ""
         self._queued: list[str] = []  # the parts of a split message not sent yet
+        self._ending = False  # the student ended the debate while its last turn was still worked on
+        self._closed_reason = ""  # why the message box takes no more messages ("": it does)
+        self._exchanges_running = 0  # calls into the exchange not over yet: the debate ends after them
+        self._players = ""  # the header's student and opponent with their ratings
         self.choice = JudgingChoice()  # the one copy, shared with the session: later turns are judged so
 
     def compose(self) -> ComposeResult:
@@ -183,7 +204,8 @@ class DebateScreen(Screen):
         return self.choice.grice_strategy
 
     @property
-    def component_method(self) -> str:
+    def component_method(self) -> str | None:
+        """None until the session opens and picks the backend's default."""
         return self.choice.component_method
 
     @property
@@ -191,20 +213,34 @@ class DebateScreen(Screen):
         """The session is open without a model: the bot answers, nothing is judged."""
         return self.session is not None and self.session.judging_off is not None
 
+    @property
+    def ended(self) -> bool:
+        """Ended by the student or after its last turn: read-only."""
+        return self.debate is not None and self.debate.ended_at is not None
+
+    def _rate_players(self) -> None:
+        """The header's student (when one argues) and opponent level, rated as they stand now."""
+        db = services(self).db
+        student = StudentRepository(db).by_id(self.debate.student_id) if self.debate.student_id is not None else None
+        self._players = players_title(self.level, level_rating(db, self.level.number),
+                                      student.name if student else None, student_rating(db, student.id) if student else 0)
+
     def _show_methods(self) -> None:
-        self.sub_title = f"Debate · opponent {self.level.name} · {turns_text(self.state.turn_count)}"
+        self.sub_title = f"Debate · {self._players} · {turns_text(self.state.turn_count)} of {self.settings.max_turns}"
         if self.judging_off:
             judges = Text.assemble(("Judging off", "bold yellow"), f" (Grice, parts, Coach): {NO_MODEL}",
                                    (f" · {RETRY_KEY} tries again", "dim"))
         else:
             judges = Text.assemble(
                 "Grice judge: ", (grice_strategy_title(self.grice_strategy), "bold"), (" ^g · f2 why", "dim"),
-                " · parts: ", (component_method_title(self.component_method), "bold"), (" ^o", "dim"),
+                " · parts: ", (component_method_title(self.component_method) if self.component_method
+                               else "the backend's default", "bold"), (" ^o", "dim"),
             )
         self.query_one("#judges", Static).update(judges)
 
-    def _cycle(self, current: str, choices: tuple[str, ...]) -> str:
-        return choices[(choices.index(current) + 1) % len(choices)]
+    def _cycle(self, current: str | None, choices: tuple[str, ...]) -> str:
+        """The choice after `current`; the first after none."""
+        return choices[(choices.index(current) + 1) % len(choices)] if current in choices else choices[0]
 
     def action_next_grice_strategy(self) -> None:
         """Later replies are judged with the next strategy."""
@@ -228,15 +264,28 @@ class DebateScreen(Screen):
         self.query_one("#claim", Static).update(Text.assemble(
             ("Claim: ", "bold"), debate.claim, f"   you: {debate.user_side}, bot: {bot_side}"
         ))
-        self.state = DebateState.opened(DebateRecords(repository).turns(debate.id))
+        self.state = DebateState.opened(DebateRecords(repository).turns(debate.id), self.level.steps)
+        self._rate_players()
         self._show_methods()
         log = self.query_one("#log", VerticalScroll)
         log.mount_all([MessageView(message) for message in self.state.messages])
         log.anchor()  # the latest turn stays in view as replies grow and the terminal resizes
+        self._show_parts()
         self.query_one(Input).focus()
         self.set_interval(REPLY_REFRESH_S, self._flush_reply)
         self.set_interval(TICK_S, self._tick)
+        if self.ended:  # nothing more is said or judged: no backend needed
+            self._show_ended()
+            return
+        if self.state.exchanges_done >= self.settings.max_turns:  # played before the limit was lowered
+            self._close_message_box(f"all {self.settings.max_turns} turns are played: {END_KEY} ends the debate")
         self._open_session()
+
+    def on_screen_resume(self) -> None:
+        """Back from the ballot: it moved the ratings."""
+        if self.debate is not None:
+            self._rate_players()
+            self._show_methods()
 
     @work(exclusive=True, group="session")
     async def _open_session(self) -> None:
@@ -273,7 +322,7 @@ class DebateScreen(Screen):
         self._show_methods()
         self._show_judging()
         retries = f"; {RETRY_KEY} retries a turn" if self.state.has_unfinished() else ""
-        self._say("ready: type your argument and press Enter" + retries)
+        self._say(self._closed_reason or "ready: type your argument and press Enter" + retries)
         self.refresh_bindings()
         if self.judging_off:
             return
@@ -350,7 +399,11 @@ class DebateScreen(Screen):
     @on(Input.Submitted, "#message")
     def send(self, event: Input.Submitted) -> None:
         text = event.value.strip()
+        if self._closed_reason:
+            self._say(Text(f"not sent: {self._closed_reason}", style="yellow"))
+            return
         if not text:
+            self._say(Text(EMPTY_MESSAGE, style="yellow"))
             return
         if self.session is None:
             if self.open_failure is None:
@@ -400,6 +453,7 @@ class DebateScreen(Screen):
         """Render the events of one call into the exchange; stopped, what it left running shows as
         cancelled, as the exchange stores it."""
         touched: list[Message] = []
+        self._exchanges_running += 1
         try:
             async with aclosing(self.exchange.events(run)) as events:
                 async for event in events:
@@ -414,7 +468,10 @@ class DebateScreen(Screen):
         except (ArgtuiError, StoreError) as exc:
             self._say(Text(f"the turn stopped: {exc}", style="red"))
         finally:
+            self._exchanges_running -= 1
             self.refresh_bindings()
+            if not self._exchanges_running:
+                self._end_if_due()
 
     def _show_event(self, event: ExchangeEvent, touched: list[Message]) -> None:
         if isinstance(event, MessageStored):
@@ -457,10 +514,16 @@ class DebateScreen(Screen):
     def _follow(self, message: Message, event: ExchangeEvent) -> None:
         """What an event changes of its message, and the status line."""
         if isinstance(event, BotProgress):
-            if isinstance(event.event, ReplyProgress):
-                self._pending_reply = event.event.text  # flushed by the timer
-            elif not isinstance(event.event, TurnCompleted):
-                message.follow(event.event)
+            progress = event.event
+            if isinstance(progress, ReplyProgress):  # a draft that passed its checks, or the reply itself
+                message.drafting = None
+                self._pending_reply = progress.text  # flushed by the timer
+            elif isinstance(progress, ReplyRejected):
+                self._say(f"draft {progress.attempt} rejected: {progress.reason}")
+            elif not isinstance(progress, TurnCompleted):
+                message.follow(progress)
+                if isinstance(progress, DraftWriting):
+                    self._say(drafting_text(progress))
         elif isinstance(event, ReplyStored):
             self._flush_reply()
             self._streaming = None
@@ -474,6 +537,9 @@ class DebateScreen(Screen):
                 self._say(f"reply in {event.bot.seconds:.1f} s, from the argument base; not judged: {NO_MODEL}")
             else:
                 self._say(f"reply in {event.bot.seconds:.1f} s ({event.bot.requests} requests); judging it…")
+            if event.bot is not None and self.state.exchanges_done >= self.settings.max_turns:
+                self._close_message_box(f"that was the last of {self.settings.max_turns} turns: "
+                                        "the ballot follows once it is judged")
         elif isinstance(event, LabellingStarted):
             message.begin()
             message.labels_after_reply = event.after_reply
@@ -528,8 +594,8 @@ class DebateScreen(Screen):
         if action == "back":
             return not self.state.working()
         if action == "retry":  # a turn to run again, or the backend to try again
-            return self.open_failure is not None or self.judging_off or (
-                self.session is not None and self.state.retry_target() is not None)
+            return not self.ended and (self.open_failure is not None or self.judging_off or (
+                self.session is not None and self.state.retry_target() is not None))
         if action == "open_transcript":  # shown once a message has components: the footer is short
             return self.state.transcript_message() is not None
         return True
@@ -543,6 +609,57 @@ class DebateScreen(Screen):
 
     def action_back(self) -> None:
         self.app.pop_screen()
+
+    # ------------------------------------------------------------ ending
+
+    def action_end_debate(self) -> None:
+        """End the debate and open its ballot, once the turn worked on is judged; an ended
+        debate's ballot opens again."""
+        if self.ended:
+            self._open_ballot()
+        elif not self.state.exchanges_done:
+            self._say("nothing to judge yet: the debate can end once the bot has answered a message")
+        elif self._exchanges_running:
+            self._ending = True
+            self._close_message_box("the debate ends once the last turn is judged")
+            self._say(self._closed_reason)
+        else:
+            self._end()
+
+    def _end_if_due(self) -> None:
+        """No turn is worked on any more: the debate ends if the student asked, or all its turns are played."""
+        if self.ended or self not in self.app.screen_stack:  # ended, or left (or closing)
+            return
+        if self._ending or self.state.exchanges_done >= self.settings.max_turns:
+            self._end()
+
+    def _end(self) -> None:
+        """Stored as ended (the ballot does it too; once is kept), read-only from now on; the ballot opens."""
+        self.debate = DebateRepository(services(self).db).end(self.debate_id)
+        self._show_ended()
+        self._open_ballot()
+
+    def _open_ballot(self) -> None:
+        from screens.ballot import BallotScreen  # its task and the ratings load when a ballot is asked for
+
+        self.app.push_screen(BallotScreen(self.debate_id))
+
+    def _close_message_box(self, why: str) -> None:
+        """No more messages: the box says why, and so does a send."""
+        self._closed_reason = why
+        self.query_one("#message", Input).placeholder = why
+
+    def _show_ended(self) -> None:
+        """An ended debate: a line after its turns says so, and how to see the ballot again."""
+        self._close_message_box(f"the debate has ended: {END_KEY} shows its ballot")
+        log = self.query_one("#log", VerticalScroll)
+        log.mount(Static(Text.assemble(
+            ("The debate has ended", "bold"), f" after {turns_text(self.state.exchanges_done)}",
+            f" ({self.debate.ended_at:%Y-%m-%d %H:%M} UTC). {END_KEY} shows its ballot again.",
+        ), id="ended"))
+        log.scroll_end(animate=False)
+        self._say(self._closed_reason)
+        self.refresh_bindings()
 
     def _switch_tab(self, step: int) -> None:
         tabs = self.query_one("#side", TabbedContent)
@@ -563,7 +680,7 @@ class DebateScreen(Screen):
         bot = self.state.bot_working()
         if bot is not None:
             step = bot.running_step
-            doing = f"at {STEP_TITLES[step]}, " if step else ""
+            doing = f"at {bot.step_titles.get(step, step)}, " if step else ""
             question = Text(f"The bot is answering ({doing}{time.perf_counter() - bot.started:.0f} s so far). "
                             "Stop its turn? The message keeps a Retry.")
         else:
@@ -624,39 +741,48 @@ class DebateScreen(Screen):
             self.query_one("#status", Static).update(status)
 
     def _redraw(self, view: MessageView | None) -> None:
-        """A message changed: repaint it, and the side panel when it shows that message (None: the
+        """A message changed: repaint it, and the side panel's tabs that show that message (None: the
         screen is closing and its views are gone)."""
         if view is None:
             return
         view.changed()
-        if self.state.selected is view.message:
-            self._refresh_side(view.message)
+        if view.message is self.state.selected and view.message.role == "assistant":
+            self._show_reply(view.message)
+        if view.message is self.state.parts_message():
+            self._show_parts()
 
     def on_descendant_focus(self, event) -> None:
         if isinstance(event.widget, MessageView):
             self._show(event.widget)
+            tabs = self.query_one(TabbedContent)
+            if event.widget.message.role == "assistant" and tabs.active == "components-tab":
+                tabs.active = "steps-tab"  # a reply the student moves to is read in its own tabs
 
     def _show(self, view: MessageView) -> None:
+        """The side panel shows this message: a reply in its tabs, a student message (or the one
+        the reply answers) in the Parts tab."""
         self.state.selected = view.message
         self.refresh_bindings()
-        self._refresh_side(view.message)
-        tabs = self.query_one(TabbedContent)
-        if view.message.role == "user":
-            tabs.active = "components-tab"
-        elif tabs.active == "components-tab":
-            tabs.active = "steps-tab"
+        if view.message.role == "assistant":
+            self._show_reply(view.message)
+        else:
+            self.query_one(TabbedContent).active = "components-tab"
+        self._show_parts()
 
-    def _refresh_side(self, message: Message) -> None:
+    def _show_reply(self, reply: Message) -> None:
         if not self.app.is_running:  # the app is closing and its widgets are going
             return
-        if message.role == "assistant":
-            self.query_one(StepsPanel).post_message(StepsPanel.Show(message, self.level.steps))
-            self.query_one(EvidencePanel).post_message(EvidencePanel.Show(message.evidence))
-            self.query_one(GricePanel).post_message(
-                GricePanel.Show(message.grice, message.error, message.grice_error, message.judging_off))
-            return
-        self.query_one(ComponentList).post_message(
-            ComponentList.Show(message.components, message.state, message.judging_off))
+        self.query_one(StepsPanel).post_message(StepsPanel.Show(reply, self.level.steps))
+        self.query_one(EvidencePanel).post_message(EvidencePanel.Show(reply.evidence))
+        self.query_one(GricePanel).post_message(
+            GricePanel.Show(reply.grice, reply.error, reply.grice_error, reply.judging_off))
+
+    def _show_parts(self) -> None:
+        """The Parts tab follows the student message in view, else the latest."""
+        message = self.state.parts_message()
+        if message is not None and self.app.is_running:
+            self.query_one(ComponentList).post_message(
+                ComponentList.Show(message.components, message.state, message.judging_off))
 
     def action_toggle_coach_details(self) -> None:
         panel = self.query_one(CoachPanel)
@@ -682,14 +808,14 @@ class DebateScreen(Screen):
         message = self.state.transcript_message()
         if message is None:
             return
-        if message is not self.state.selected:  # its list is posted, not drawn yet: its first component
+        if message is not self.state.parts_message():  # its list is posted, not drawn yet: its first component
             self._show(self._view_of(message))
             self._open_component(0)
             return
         self._open_component(self.query_one(ComponentList).highlighted or 0)
 
     def _open_component(self, index: int) -> None:
-        message = self.state.selected
+        message = self.state.parts_message()
         if message is not None and message.components and index < len(message.components):
             self.app.push_screen(TranscriptScreen(message.components[index]))
 

@@ -1,7 +1,8 @@
 """What the Debate screen shows, without Textual: its messages and their state, which one is
 selected, what the status line says and how many turns the debate has.
 
-A turn is a student message and the bot's reply to it. Each message has a state: a bot
+A turn is a student message and the bot's reply to it; the debate ends after `[debate] max_turns`
+of them (or when the student ends it). Each message has a state: a bot
 reply's is its turn's (running, done, failed, cancelled), a student message's that of its
 labelling. The screen renders this state and runs the work that changes it.
 """
@@ -11,11 +12,12 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from rich.text import Text
 
-from engines.debate.opponent import StepFinished, StepStarted, TurnFailed
+from engines.debate.levels import OpponentLevel
+from engines.debate.opponent import FALLBACK_STEP, DraftWriting, StepFinished, StepStarted, TurnFailed
 from engines.debate.pipeline import STEPS
 from engines.debate.records import ComponentRecord, EvidenceRow, GriceRecord, StoredTurn, TurnSteps
 from store.debates import TurnState
@@ -27,6 +29,24 @@ NO_MODEL = "no model answers"  # why a message of a debate going on without a mo
 def turns_text(turns: int) -> str:
     """`1 turn`, `3 turns`: a turn is a student message and the bot's reply."""
     return f"{turns} turn" + ("" if turns == 1 else "s")
+
+
+def level_title(level: OpponentLevel, rating: float) -> str:
+    """`level 2 Full (rating 1300)`: the opponent, as the header and the New-debate dialog name it."""
+    return f"level {level.number} {level.name} (rating {rating:.0f})"
+
+
+def players_title(level: OpponentLevel, level_rating: float, student: str | None, student_rating: float) -> str:
+    """The header's sides with their ratings: `Ana (1016) vs level 0 Retrieval (984)`; with no student
+    the level alone, as `level_title` names it."""
+    if student is None:
+        return level_title(level, level_rating)
+    return f"{student} ({student_rating:.0f}) vs level {level.number} {level.name} ({level_rating:.0f})"
+
+
+def drafting_text(draft: DraftWriting) -> str:
+    """A reply draft not shown until it passes its checks: how far it is."""
+    return f"writing a reply… ({draft.words} words, attempt {draft.attempt})"
 
 
 def shown_state(turn: StoredTurn) -> TurnState:
@@ -60,6 +80,8 @@ class Message:
     steps: TurnSteps = field(default_factory=TurnSteps)
     step_state: dict[str, TurnState] = field(default_factory=dict)
     step_seconds: dict[str, float] = field(default_factory=dict)
+    step_titles: Mapping[str, str] = field(default_factory=lambda: dict(STEPS))  # of the debate's level
+    drafting: DraftWriting | None = None  # a draft being written, not shown before its checks pass
     evidence: Sequence[EvidenceRow] = ()
     started: float = field(default_factory=time.perf_counter)  # when the running work began
     step_started: float = 0.0  # when the running step began
@@ -73,11 +95,11 @@ class Message:
         self.step_started = self.step_started or self.started
 
     @classmethod
-    def stored(cls, turn: StoredTurn) -> Message:
+    def stored(cls, turn: StoredTurn, step_titles: Mapping[str, str]) -> Message:
         steps = turn.steps or TurnSteps()
         return cls(
             turn.role, turn, state=shown_state(turn), components=turn.components, grice=turn.grice,
-            steps=steps, evidence=turn.evidence,
+            steps=steps, evidence=turn.evidence, step_titles=step_titles,
             step_state={step: TurnState.DONE for step, _ in STEPS if getattr(steps, step) is not None},
         )
 
@@ -107,6 +129,7 @@ class Message:
             self.components = None
         else:
             self.streamed, self.steps, self.step_state, self.step_seconds = "", TurnSteps(), {}, {}
+            self.drafting = None
             self.evidence, self.grice, self.grice_error = (), None, ""
 
     def cancel(self) -> None:
@@ -116,7 +139,7 @@ class Message:
         if self.role == "user":
             self.components = None
         else:
-            self.streamed = ""
+            self.streamed, self.drafting = "", None
             self.step_state = {step: TurnState.CANCELLED if state == TurnState.RUNNING else state
                                for step, state in self.step_state.items()}
             # as the session stores it
@@ -124,8 +147,13 @@ class Message:
                                             seconds=time.perf_counter() - self.started)
 
     def follow(self, event: object) -> None:
-        """A step of the bot's turn started, finished or failed."""
-        if isinstance(event, StepStarted):
+        """A step of the bot's turn started, finished or failed, or a draft grew."""
+        if isinstance(event, DraftWriting):
+            self.drafting = event
+        elif isinstance(event, StepStarted):
+            if event.step == FALLBACK_STEP[0]:  # the level's step that was running failed
+                self.step_state = {step: TurnState.FAILED if state == TurnState.RUNNING else state
+                                   for step, state in self.step_state.items()}
             self.step_state[event.step] = TurnState.RUNNING
             self.step_started = time.perf_counter()
         elif isinstance(event, StepFinished):
@@ -137,7 +165,21 @@ class Message:
 
     @property
     def running_step(self) -> str | None:
-        return next((step for step, _ in STEPS if self.step_state.get(step) == TurnState.RUNNING), None)
+        return next((step for step, state in self.step_state.items() if state == TurnState.RUNNING), None)
+
+    @property
+    def fell_back(self) -> bool:
+        """A step of the level failed and level 0's answer replies instead (running or stored)."""
+        return FALLBACK_STEP[0] in self.step_state or (self.turn is not None and self.turn.fallback_from is not None)
+
+    def doing(self) -> str:
+        """What the running bot turn does: its step (as its level names it) for how long, and a
+        draft not shown yet."""
+        step = self.running_step
+        if step is None:
+            return "starting"
+        doing = f"{self.step_titles.get(step, step)} {time.perf_counter() - self.step_started:.0f} s"
+        return f"{doing} · {drafting_text(self.drafting)}" if self.drafting is not None else doing
 
     def clock(self) -> str:
         """Seconds since the work began, over its deadline if it has one."""
@@ -152,22 +194,30 @@ class DebateState:
     messages: list[Message] = field(default_factory=list)
     selected: Message | None = None
     status: str | Text = ""
+    step_titles: Mapping[str, str] = field(default_factory=lambda: dict(STEPS))  # of the debate's level
 
     @classmethod
-    def opened(cls, turns: Sequence[StoredTurn]) -> DebateState:
-        """The stored turns, each message linked to the reply that follows it."""
-        messages = [Message.stored(turn) for turn in turns]
+    def opened(cls, turns: Sequence[StoredTurn], steps: Sequence[tuple[str, str]] = STEPS) -> DebateState:
+        """The stored turns, each message linked to the reply that follows it; `steps`: the
+        (name, title) of the steps of the debate's level."""
+        titles = dict([*steps, FALLBACK_STEP])
+        messages = [Message.stored(turn, titles) for turn in turns]
         if turns and turns[-1].role == "user":  # an earlier release stored a reply only once it was done
-            messages.append(Message("assistant", state=TurnState.CANCELLED))
+            messages.append(Message("assistant", state=TurnState.CANCELLED, step_titles=titles))
         for previous, message in zip([None, *messages], messages):
             if message.role == "assistant" and previous is not None and previous.role == "user":
                 previous.reply, message.answers = message, previous
-        return cls(messages)
+        return cls(messages, step_titles=titles)
 
     @property
     def turn_count(self) -> int:
         """Turns so far: each student message opens one, which its reply completes."""
         return sum(message.role == "user" for message in self.messages)
+
+    @property
+    def exchanges_done(self) -> int:
+        """Turns complete: the bot's reply to the student's message is in."""
+        return sum(message.role == "assistant" and message.state == TurnState.DONE for message in self.messages)
 
     def add_message(self, turn: StoredTurn) -> Message:
         message = Message("user", turn, components=turn.components)
@@ -176,7 +226,7 @@ class DebateState:
 
     def add_reply(self, message: Message) -> Message:
         """A new bot message answering `message`, placed right after it."""
-        reply = Message("assistant")
+        reply = Message("assistant", step_titles=self.step_titles)
         reply.answers, message.reply = message, reply
         self.messages.insert(self.messages.index(message) + 1, reply)
         return reply
@@ -214,6 +264,12 @@ class DebateState:
     def transcript_message(self) -> Message | None:
         """The message whose component the transcript opens: the selected one, else the latest labelled one."""
         return next((m for m in self._selected_first() if m.role == "user" and m.components), None)
+
+    def parts_message(self) -> Message | None:
+        """The student message the Parts tab shows: the selected one, or the one the selected reply
+        answers; with none selected, the latest."""
+        message = self.pair(self.selected)[0] if self.selected is not None else None
+        return message or next((m for m in reversed(self.messages) if m.role == "user"), None)
 
     def reply_to_explain(self) -> Message | None:
         """The bot reply whose Grice answers the questions explain: the selected one, else the latest."""

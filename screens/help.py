@@ -36,6 +36,19 @@ argtui at a vLLM server:
 `argtui doctor` checks every backend; `argtui config show` prints the profiles.
 """
 
+COACH_TEXT = """\
+## Student coach
+
+Each student has a profile (a name; several per database). The current one
+debates: **Ctrl+E** ends a debate with a **ballot** (who won and why, speaker
+points on the 25–30 scale, the strongest and weakest turn, one fix with a
+rewrite) and moves the student's **rating** against the opponent's level.
+**Progress** (Home or the palette) plots the rating, the InspireScore
+dimensions and the Grice maxims over the debates; **Drills** exercises the
+weakest skills, scheduled by spaced repetition. **Student** on Home (key `s`)
+switches student; `argtui --student NAME` starts with one.
+"""
+
 
 @dataclass(frozen=True)
 class KeyHelp:
@@ -106,7 +119,15 @@ class HelpScreen(Screen):
             yield Static(Text("Ctrl+P opens the command palette: every action above, the modes, the glossary.",
                               style="italic"), id="palette-hint")
             yield Markdown(BACKENDS_TEXT, id="help")
+            yield Markdown(COACH_TEXT, id="coach-help")
+            yield Static(self._student(), id="current-student")
             yield Static(self._places(), id="places")
+
+    def _student(self) -> Text:
+        student = self.app.student  # type: ignore[attr-defined]  # the app's current student
+        if student is None:
+            return Text("No current student: Student on Home picks or adds one.", style="dim")
+        return Text.assemble("Current student: ", (student.name, "bold"))
 
     def _places(self) -> Text:
         paths = services(self).config.paths

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from functools import partial
+from typing import TYPE_CHECKING, Callable
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -13,10 +16,61 @@ from textual.widgets.option_list import Option
 from engines.llm.status import BackendStatus
 from screens.demo_notice import DemoNotice
 from screens.modes import Mode, discover_modes
-from screens.services import backend_name, shell
+from screens.services import backend_name, services, shell
+
+if TYPE_CHECKING:
+    from store.students import Student
 
 
 LOG_TAIL_LINES = 3  # of the server log a start failure quotes: one row each, under the reason
+
+
+# The student coach's modes open for the current student (the picker first when there is none);
+# their screens, and the store they read, are imported when one is opened.
+def _progress(student_id: int) -> Screen:
+    from screens.progress import ProgressScreen
+
+    return ProgressScreen(student_id)
+
+
+def _drills(student_id: int) -> Screen:
+    from screens.drills import DrillsScreen
+
+    return DrillsScreen(student_id)
+
+
+def _for_student(make: Callable[[int], Screen]) -> Screen:
+    from screens.students import for_current_student
+
+    return for_current_student(make)
+
+
+def _picker() -> Screen:
+    from screens.students import StudentPickerScreen
+
+    return StudentPickerScreen()
+
+
+COACH_MODES = (
+    Mode("progress", "Progress", "The current student's rating, InspireScore dimensions and Grice maxims "
+         "over their debates, and their three weakest skills with an example turn each.",
+         partial(_for_student, _progress), order=20),
+    Mode("drills", "Drills", "Short exercises on the current student's weakest skills, scheduled by spaced "
+         "repetition: what is due today, judged by the same judges as a debate.",
+         partial(_for_student, _drills), order=21),
+    Mode("student", "Student", "Switch student: pick who is debating, or add a new student.", _picker, order=22),
+)
+
+
+def home_modes() -> list[Mode]:
+    """What Home lists and the palette opens: the screen modules' modes and the coach's."""
+    return sorted([*discover_modes(), *COACH_MODES], key=lambda mode: (mode.order, mode.title))
+
+
+def describe_student(student: Student | None, rating: float | None) -> Text:
+    if student is None:
+        return Text.assemble(("Student ", "bold"), ("none chosen: s picks or adds one", "dim"))
+    return Text.assemble(("Student ", "bold"), (student.name, "bold"), f"  rating {rating:.0f}")
 
 
 def describe_status(status: BackendStatus | None, backend_name: str) -> Text:
@@ -55,11 +109,12 @@ class HomeScreen(Screen):
     BINDINGS = [
         Binding("enter", "open_mode", "Open", show=True),
         Binding("r", "refresh_backend", "Recheck backend"),
+        Binding("s", "switch_student", "Student", tooltip="Pick who is debating, or add a new student"),
     ]
 
     def __init__(self) -> None:
         super().__init__()
-        self.modes: list[Mode] = discover_modes()
+        self.modes: list[Mode] = home_modes()
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -69,6 +124,7 @@ class HomeScreen(Screen):
                 *(Option(f"{mode.title}", id=mode.name) for mode in self.modes), id="modes"
             )
             with Vertical(id="side"):
+                yield Static(id="student")
                 yield Static(id="backend")
                 yield Static(id="backend-log")
                 yield Static(id="mode-description")
@@ -77,6 +133,7 @@ class HomeScreen(Screen):
     def on_mount(self) -> None:
         self.sub_title = "Home"
         self.watch(self.app, "backend_status", self._show_status, init=True)
+        self.watch(self.app, "student", self._show_student, init=True)
         self.query_one(OptionList).focus()
         if self.modes:
             self.query_one(OptionList).highlighted = 0
@@ -90,6 +147,17 @@ class HomeScreen(Screen):
         log.update(Text(tail))
         log.display = bool(tail)
 
+    def on_screen_resume(self) -> None:
+        self._show_student(self.app.student)  # a ballot may have moved the rating meanwhile
+
+    def _show_student(self, student: Student | None) -> None:
+        rating = None
+        if student is not None:
+            from engines.student.ratings import student_rating
+
+            rating = student_rating(services(self).db, student.id)
+        self.query_one("#student", Static).update(describe_student(student, rating))
+
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
         mode = self._mode(event.option.id)
         if mode:
@@ -102,6 +170,9 @@ class HomeScreen(Screen):
 
     def action_open_mode(self) -> None:
         self.query_one(OptionList).action_select()
+
+    def action_switch_student(self) -> None:
+        self.app.push_screen(_picker())
 
     def action_refresh_backend(self) -> None:
         shell(self).action_check_backend()

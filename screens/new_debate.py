@@ -11,12 +11,13 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Label, OptionList, RadioButton, RadioSet, Static
 from textual.widgets.option_list import Option
 
-from engines.debate.claims import Claim, bundled_claims, cmv_claims
+from engines.debate.claims import Claim, bundled_claims, cmv_claims, cmv_location
 from engines.debate.levels import FULL_LEVEL, LEVELS, OpponentLevel, default_level, get_level
 from engines.errors import ArgtuiError
 from engines.inspire.score import inspire_scores_by_debate
+from engines.student.ratings import level_rating
 from screens.debate import DebateScreen
-from screens.debate_state import turns_text
+from screens.debate_state import level_title, turns_text
 from screens.glossary import source_title
 from screens.modes import Mode
 from screens.services import backend_name, services
@@ -82,7 +83,7 @@ class NewDebateScreen(Screen):
     @work(thread=True, exclusive=True)
     def _load_claims(self) -> None:
         claims = bundled_claims()
-        rad_path = services(self).dataset_path("touche-rad")
+        rad_path = cmv_location(services(self).dataset_path("touche-rad"))
         if rad_path:
             try:
                 claims = cmv_claims(rad_path) + claims
@@ -111,17 +112,20 @@ class NewDebateScreen(Screen):
     @on(RadioSet.Changed, "#level")
     def _describe_level(self) -> None:
         level = self._level()
-        self.query_one("#level-description", Static).update(
-            Text(f"Opponent: {level.description}.", style="italic")
-        )
+        self.query_one("#level-description", Static).update(Text.assemble(
+            (level_title(level, level_rating(services(self).db, level.number)), "bold"),
+            (f": {level.description}.", "italic"),
+        ))
 
     def _start(self, claim: str) -> None:
         claim = claim.strip()
         if not claim:
             self.notify("type a claim or pick one from the list", severity="warning")
             return
+        student = getattr(self.app, "student", None)  # the student profile chosen at start, if any
         debate = DebateRepository(services(self).db).create(
-            claim, self._side(), backend=backend_name(self), level=self._level().number
+            claim, self._side(), backend=backend_name(self), level=self._level().number,
+            student_id=student.id if student is not None else None,
         )
         self.app.switch_screen(DebateScreen(debate.id))
 

@@ -136,7 +136,7 @@ async def test_a_level_0_debate_answers_without_a_model_and_says_judging_is_off(
     async with app.run_test(size=(80, 24)) as pilot:
         await app.push_screen(DebateScreen(debate_id))
         screen = app.screen
-        assert "opponent Retrieval" in screen.sub_title  # the level picked, before any session opens
+        assert "level 0 Retrieval (rating" in screen.sub_title  # the level picked, before any session opens
         await until(pilot, lambda: screen.session is not None)
         assert screen.session.judging_off == SIGILL_REASON + f"; see {crashing_backend}"
         assert "Judging off (Grice, parts, Coach): no model answers" in screen_text(screen.query_one("#judges"))
@@ -166,7 +166,7 @@ async def test_a_level_1_debate_says_what_is_wrong_and_tries_again(crashing_back
     async with app.run_test(size=(80, 24)) as pilot:
         await app.push_screen(DebateScreen(debate_id))
         screen = app.screen
-        assert "opponent Quick" in screen.sub_title
+        assert "level 1 Quick (rating" in screen.sub_title
         await until(pilot, lambda: screen.open_failure is not None)
         assert screen.session is None
         box = screen.query_one("#message", Input)
@@ -182,7 +182,7 @@ async def test_a_level_1_debate_says_what_is_wrong_and_tries_again(crashing_back
         await pilot.press("ctrl+r")
         await until(pilot, lambda: crashing_backend.read_text().count("main: loading model") > starts)
         await until(pilot, lambda: screen.open_failure is not None)
-        assert screen.session is None and "opponent Quick" in screen.sub_title
+        assert screen.session is None and "level 1 Quick (rating" in screen.sub_title
 
 
 @pytest.mark.llm

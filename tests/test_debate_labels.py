@@ -55,7 +55,7 @@ async def test_side_tabs_footer_header_and_strategy_card_show_whole(size, closed
             await pilot.pause()
             assert_tabs_and_footer_whole(app)
         shown = "\n".join(screen_lines(app))
-        assert f"argtui — {screen.sub_title}" in shown and screen.sub_title.endswith("1 turn")
+        assert f"argtui — {screen.sub_title}" in shown and screen.sub_title.endswith("1 turn of 5")
         side = screen_lines(app)
         strategy = reply.message.steps.strategy
         for label, choice, _why in strategy_fields(strategy):  # each field's label heads a line of the card

@@ -151,7 +151,7 @@ async def test_start_a_debate_send_a_message_and_see_reply_judgments_and_labels(
         await pilot.press("enter")
         screen = app.screen
         assert isinstance(screen, DebateScreen) and screen.level.number == 2
-        assert "opponent Full" in screen.sub_title
+        assert "level 2 Full (rating" in screen.sub_title
         screen.action_next_grice_strategy()  # BEST -> ZSL: fewer calls on the tiny model
         screen.action_next_component_method()  # mad -> vanilla
         assert (screen.grice_strategy, screen.component_method) == ("ZSL", "vanilla")

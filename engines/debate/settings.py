@@ -19,3 +19,6 @@ class DebateSettings(BaseModel):
     turn_timeout_s: float = Field(default=180.0, gt=0)
     # The Debate screen's Coach panel scores each student message (InspireScore); off, it makes no calls.
     coach: bool = True
+    # Exchanges (a message and the bot's reply) before the debate ends and its ballot is made: a few
+    # rounds, as in a school debate, short enough to finish in one sitting.
+    max_turns: int = Field(default=5, ge=1)

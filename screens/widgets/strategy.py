@@ -12,6 +12,7 @@ from textual.message import Message as PanelMessage
 from textual.reactive import reactive
 from textual.widgets import Static
 
+from engines.debate.opponent import FALLBACK_STEP
 from engines.debate.schemas import SearchPlan, StrategyAnalysis
 from screens.debate_state import UNFINISHED, Message
 from screens.widgets.transcript import TICK_S, spinner
@@ -59,7 +60,7 @@ STEP_MARKS = {
 def steps_panel(message: Message, steps: Sequence[tuple[str, str]]) -> RenderableType:
     """The `steps` of the message's opponent level, then what they produced."""
     lines = Text()
-    for step, title in steps:
+    for step, title in ([*steps, FALLBACK_STEP] if message.fell_back else steps):
         state = message.step_state.get(step, "")
         running = state == TurnState.RUNNING
         mark, style = (spinner(message.started), "yellow") if running else STEP_MARKS.get(state, ("·", "dim"))

@@ -8,7 +8,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 from textual.widgets import Static
 
-from engines.debate.pipeline import STEPS
+from engines.components.classifier import top_two
 from engines.debate.records import ComponentRecord
 from screens.debate_state import UNFINISHED, Message
 from screens.glossary import component_method_title
@@ -18,7 +18,6 @@ from screens.widgets.judgment import grice_line
 from screens.widgets.labels import LABEL_COLOURS
 from store.debates import TurnState
 
-STEP_TITLES = dict(STEPS)
 TICK_S = 0.125  # the spinner and the clocks of running work advance at this pace
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 RETRY_KEY = "Ctrl+R"
@@ -56,16 +55,18 @@ class MessageView(Static, can_focus=True):
             tail = self._labelling_line()
             return Group(head + body, tail) if tail else head + body
         if m.state == TurnState.RUNNING:
-            step = m.running_step
-            doing = f"{STEP_TITLES[step]} {time.perf_counter() - m.step_started:.0f} s" if step else "starting"
             return Group(head + Text(m.content or "…"),
-                         Text(f"{spinner(m.started)} {doing} · turn {m.clock()} · Esc stops", style="dim"))
+                         Text(f"{spinner(m.started)} {m.doing()} · turn {m.clock()} · Esc stops", style="dim"))
         if m.state == TurnState.FAILED:
             return head + Text(f"failed: {m.error} · {RETRY_KEY} runs the turn again", style="bold red")
         if m.state == TurnState.CANCELLED:
             took = f" after {m.turn.seconds:.0f} s" if m.turn is not None and m.turn.seconds else ""
             return head + Text(f"cancelled{took} · {RETRY_KEY} runs the turn again", style="yellow")
         parts = [head + Text(m.content)]
+        fell_back = m.turn.fallback_from if m.turn is not None else None
+        if fell_back is not None:
+            parts.append(Text(f"(step {fell_back.step} failed: {fell_back.error}; "
+                              "the best counter-argument from the base instead)", style="dim italic"))
         if m.turn is not None and m.turn.length_action:
             parts.append(Text(f"(reply over 60 words: {m.turn.length_action})", style="dim italic"))
         parts.append(Text(f"Grice: not judged, {m.judging_off}", style="dim") if m.judging_off
@@ -89,12 +90,35 @@ class MessageView(Static, can_focus=True):
         return None
 
 
-def component_transcript(component: ComponentRecord) -> list[Text]:
-    """A component's label, its manager's distribution, the debate transcript and the judge's reason."""
+def label_origin(component: ComponentRecord) -> str | None:
+    """How the final label came about, where its distribution puts another label first (None: it
+    does not, or there is no label or distribution to compare)."""
     c = component
+    if c.label is None or not c.distribution:
+        return None
+    first = top_two(c.distribution)[0]  # ties broken as the classifier breaks them
+    if c.label == first:
+        return None
+    share = f"{c.distribution.get(first, 0.0):.0%}"
+    if c.method != "mad":  # one classifier: its answer, the distribution read at the answer's first token
+        return f"the model answered {c.label}, though its distribution put {first} first ({share})"
+    origin = f"the Manager put {first} first ({share}); the final label is the Judge's verdict"
+    argued = {turn.role: turn.label for turn in c.transcript if turn.label}
+    if "proponent" not in argued or "opponent" not in argued:  # the debate is not stored
+        return origin
+    origin += f" after the Proponent argued for {argued['proponent']} and the Opponent for {argued['opponent']}"
+    return origin if c.label in argued.values() else origin + ", a label neither argued for"
+
+
+def component_transcript(component: ComponentRecord) -> list[Text]:
+    """A component's label (and how it came about), its manager's distribution, the debate
+    transcript and the judge's reason."""
+    c = component
+    origin = label_origin(c)
     lines = [
         Text.assemble(("Component: ", "bold"), c.span.text),
-        Text.assemble(("Label: ", "bold"), label_chip(c.label), f"  method: {component_method_title(c.method)}",
+        Text.assemble(("Label: ", "bold"), label_chip(c.label), f" — {origin}" if origin else "",
+                      f"  method: {component_method_title(c.method)}",
                       "  (the manager was sure: no debate)" if c.skipped else ""),
     ]
     if c.distribution:
