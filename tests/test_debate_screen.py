@@ -145,7 +145,7 @@ async def test_start_a_debate_send_a_message_and_see_reply_judgments_and_labels(
         assert "word for word" in str(app.screen.query_one("#level-description", Static).render())
         app.screen.query_one("#level-2", RadioButton).value = True  # the five steps, picked by the student
         await pilot.pause()
-        assert "five SINAI steps" in str(app.screen.query_one("#level-description", Static).render())
+        assert "plans a strategy" in str(app.screen.query_one("#level-description", Static).render())
         claim_box = app.screen.query_one("#claim-input", Input)
         claim_box.value = CLAIM
         await pilot.press("enter")
@@ -153,13 +153,13 @@ async def test_start_a_debate_send_a_message_and_see_reply_judgments_and_labels(
         assert isinstance(screen, DebateScreen) and screen.level.number == 2
         assert "level 2 Full (rating" in screen.sub_title
         screen.action_next_grice_strategy()  # BEST -> ZSL: fewer calls on the tiny model
-        screen.action_next_component_method()  # mad -> vanilla
-        assert (screen.grice_strategy, screen.component_method) == ("ZSL", "vanilla")
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 120
         while screen.session is None and loop.time() < deadline:
             await pilot.pause(0.1)
         assert screen.session is not None, str(screen.query_one("#status", Static).render())
+        # the embedded model's default labelling: one call per component
+        assert (screen.grice_strategy, screen.component_method) == ("ZSL", "vanilla")
         message = screen.query_one("#message", Input)
         message.value = "Uniforms reduce bullying because nobody is mocked for their clothes."
         await pilot.press("enter")
@@ -177,7 +177,10 @@ async def test_start_a_debate_send_a_message_and_see_reply_judgments_and_labels(
         assert set(bot_view.grice.metrics) == {"quantity", "quality", "relation", "manner"}
         assert bot_view.grice.strategy == "ZSL" and all(j.method == "ZSL" for j in bot_view.grice.metrics.values())
         assert user_view.components and all(c.method == "vanilla" and c.span.text for c in user_view.components)
-        assert all(bot_view.step_state.get(step) == "done" for step, _ in STEPS)
+        if bot_view.fell_back:  # a step the tiny model failed: level 0 answered, and the steps say so
+            assert bot_view.step_state.get("fallback") == "done" and "failed" in bot_view.step_state.values()
+        else:
+            assert all(bot_view.step_state.get(step) == "done" for step, _ in STEPS)
         assert any(row.used for row in bot_view.evidence)
     db = Database(argtui_home / "data" / "argtui.sqlite3")
     repository = DebateRepository(db)
