@@ -158,7 +158,7 @@ def get_level(number: int) -> OpponentLevel:
     raise ArgtuiError(f"no opponent level {number}: the levels are {', '.join(str(known.number) for known in LEVELS)}")
 
 
-def _tiny_model(profile: BackendProfile) -> bool:
+def tiny_model(profile: BackendProfile) -> bool:
     """The embedded model, started by argtui or served elsewhere: two shared CPU cores' worth."""
     return profile.embedded or profile.model == EMBEDDED_MODEL_NAME
 
@@ -166,14 +166,14 @@ def _tiny_model(profile: BackendProfile) -> bool:
 def default_level(profile: BackendProfile) -> int:
     """The tiny embedded model gets the level a student can use at interactive speed; any
     other backend (vLLM, a configured server) the five steps."""
-    return EMBEDDED_LEVEL if _tiny_model(profile) else FULL_LEVEL
+    return EMBEDDED_LEVEL if tiny_model(profile) else FULL_LEVEL
 
 
 def default_component_method(profile: BackendProfile) -> str:
     """How a student's messages are labelled unless the student picks a method: on the tiny
     embedded model one call per component (MAD-ACC's debate took two to three minutes per
     message there), elsewhere MAD-ACC."""
-    return "vanilla" if _tiny_model(profile) else "mad"
+    return "vanilla" if tiny_model(profile) else "mad"
 
 
 def labels_during_reply(profile: BackendProfile) -> bool:
@@ -181,7 +181,7 @@ def labels_during_reply(profile: BackendProfile) -> bool:
     shares two CPU cores with everything: labelling alongside made each of the bot's steps
     several times slower (benchmarks/bench_debate_levels.py), so there the reply goes first
     and the labels follow with the Grice judging. A GPU server batches them at little cost."""
-    return not _tiny_model(profile)
+    return not tiny_model(profile)
 
 
 def opponent(number: int, client: LLMClient | None, retriever: Retriever, **options) -> Opponent:

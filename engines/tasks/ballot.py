@@ -21,6 +21,7 @@ from typing import Annotated, Callable, Literal, Sequence
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
 from engines.debate.export import exchanges
+from engines.debate.levels import tiny_model
 from engines.debate.messages import count_words
 from engines.debate.records import DebateRecords, StoredTurn
 from engines.errors import ArgtuiError
@@ -334,7 +335,8 @@ def ballot_of(verdict: Verdict) -> Ballot:
 
 
 async def _embedded(client: LLMClient) -> bool:
-    return client.profile.embedded or await client.model() == EMBEDDED_MODEL_NAME
+    """The tiny model judged: as its profile says, or as the server names the model it serves."""
+    return tiny_model(client.profile) or await client.model() == EMBEDDED_MODEL_NAME
 
 
 def _item(transcript: DebateTranscript) -> TaskItem:
