@@ -75,7 +75,7 @@ async def refused(pilot, screen: DebateScreen) -> bool:
     before = len(screen.state.messages)
     screen.query_one("#message", Input).value = "One more thing."
     await pilot.press("enter")
-    for _ in range(40):
+    for _ in range(400):
         if status(screen).startswith("not sent"):
             break
         await pilot.pause(0.05)

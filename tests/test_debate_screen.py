@@ -91,7 +91,7 @@ def test_reopening_a_saved_debate_shows_turns_labels_and_judgments(closed_backen
     async def open_debate(pilot):
         await pilot.app.push_screen(DebateScreen(debate_id))
         screen = pilot.app.screen
-        for _ in range(100):  # the session cannot open: the backend is closed
+        for _ in range(2400):  # the session cannot open: the backend is closed
             if "cannot debate" in str(screen.query_one("#status", Static).render()):
                 break
             await pilot.pause(0.05)

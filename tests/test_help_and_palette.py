@@ -28,12 +28,15 @@ from test_terminal_sizes import footer_descriptions, screen_lines, visible_regio
 
 
 async def open_debate(app: ArgtuiApp, pilot, debate_id: int) -> DebateScreen:
+    """The debate open with its session opened or its failure to open shown (nothing is asked
+    of the backend yet); building the argument index can take long on a loaded machine."""
     await app.push_screen(DebateScreen(debate_id))
-    for _ in range(200):  # the stored turns show once the session opens (nothing is asked of the backend yet)
-        if "ready" in str(app.screen.query_one("#status", Static).render()):
-            break
+    screen = app.screen
+    for _ in range(2400):
+        if screen.session is not None or screen.open_failure is not None:
+            return screen
         await pilot.pause(0.05)
-    return app.screen
+    raise AssertionError(f"the session neither opened nor failed: {screen.query_one('#status', Static).render()}")
 
 
 def help_text(help_screen: HelpScreen) -> str:
