@@ -39,7 +39,6 @@ from engines.tasks.ballot import (
     ballot_prompt,
     debate_transcript,
     make_ballot,
-    reason_pattern,
 )
 from engines.tasks.debate_judges import grice_item
 from engines.tasks.grice import turn_verdict
@@ -55,7 +54,7 @@ GOLDEN = Path(__file__).parent / "data" / "ballot_golden.md"
 
 
 def answer(**changes) -> str:
-    good = {"reason": "Turn 1: the bot answered with a reason the student never met.",
+    good = {"winner": "bot", "reason": "Turn 1: the bot answered with a reason the student never met.",
             "student_points": 27.0, "bot_points": 28.5, "fix": "Back each claim with an example.",
             "rewrite_from": MESSAGES[1], "rewrite_to": "A uniform costs less than the clothes it replaces."}
     return json.dumps({**good, **changes})
@@ -135,31 +134,6 @@ async def test_a_reason_citing_no_turn_or_too_long_is_asked_again_and_the_ballot
     await runtime.aclose()
 
 
-async def test_the_side_with_more_points_wins_and_equal_points_are_asked_again():
-    runtime = Runtime()
-    debate_id = stored_debate(runtime.db)
-    tied = answer(student_points=28.0, bot_points=28.0)
-    with FakeServer([chat_reply(tied), chat_reply(answer(student_points=26.5, bot_points=26.0))]) as fake:
-        client = LLMClient(fake.profile())
-        ballot = await make_ballot(runtime, client, debate_id)
-        assert len(fake.bodies) == 2 and "winner" not in fake.bodies[0]["response_format"]["json_schema"]["schema"][
-            "properties"]  # asked only as points: they cannot contradict it
-        assert (ballot.winner, ballot.student_points, ballot.bot_points) == ("student", 26.5, 26.0)
-        assert "The side with more points wins" in fake.bodies[0]["messages"][0]["content"]
-        await client.aclose()
-    await runtime.aclose()
-
-
-def test_the_reason_pattern_bounds_every_word_and_admits_no_quote_or_control_character():
-    pattern = re.compile(reason_pattern([1, 2]))
-    assert pattern.match("Turn 2: the bot's reply (with evidence) met 80% of the student's points.")
-    assert not pattern.match("Turn 3: not a turn of this debate.")
-    for bad in ('Turn 1: the bot said "no".', "Turn 1: a\nline", "Turn 1: " + "x" * 31, "Turn 1: a\\b"):
-        assert not pattern.match(bad), bad
-    assert pattern.match("Turn 1 " + " ".join(["word"] * (REASON_WORDS - 2)))
-    assert not pattern.match("Turn 1 " + " ".join(["word"] * (REASON_WORDS - 1)))
-
-
 async def test_a_ballot_invalid_after_every_attempt_is_an_error_and_judged_again_next_time():
     runtime = Runtime()
     debate_id = stored_debate(runtime.db)
@@ -167,7 +141,7 @@ async def test_a_ballot_invalid_after_every_attempt_is_an_error_and_judged_again
         client = LLMClient(fake.profile())
         with pytest.raises(ArgtuiError, match="no valid ballot after 3 attempts: reason: .*cites turn 9"):
             await make_ballot(runtime, client, debate_id)
-        fake.answer = [chat_reply(answer(student_points=29.0))]
+        fake.answer = [chat_reply(answer(winner="student", student_points=29.0))]
         ballot = await make_ballot(runtime, client, debate_id)
         assert ballot.winner == "student" and ballot.student_points == 29.0
         await client.aclose()

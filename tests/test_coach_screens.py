@@ -28,7 +28,8 @@ from test_terminal_sizes import settle
 
 SIZES = {"80x24": (80, 24), "120x40": (120, 40)}
 MESSAGES = ["Uniforms stop bullying. Nobody is mocked for their clothes.", "Uniforms also save parents money."]
-BALLOT_ANSWER = {  # the student has more points: the student wins
+BALLOT_ANSWER = {
+    "winner": "student",
     "reason": "Turn 1 answered the bullying point directly with a reason, while the bot's reply to turn 2 "
               "repeated costs without evidence.",
     "student_points": 28.0,

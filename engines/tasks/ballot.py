@@ -3,15 +3,13 @@
 An item is a stored debate (`--debate ID`; by default every ended one). The judge reads
 the transcript with its student turns numbered 1..n and each bot reply marked as the
 reply to its turn, beside what was measured of every turn: the Coach's InspireScore of
-each student message (`stored_message_scores`) and the latest Grice judgments of each reply.
-It answers in ONE call constrained to a JSON schema: speaker points on the school-debate
-scale for each side, a reason citing turns as "turn N", a fix, and a rewrite of one of the
-student's own sentences (the schema offers only those). The side with more points wins, as
-in formats without low-point wins: the winner is read from the points, not asked apart, so
-the two can never disagree. An answer that breaks a rule the schema cannot state (a reason
-too long or citing no turn of the debate, equal points, a rewrite that changes nothing) is
-asked again with another sampling (`structured_until_valid`). The strongest and weakest
-turns come from the stored InspireScores, never from the model.
+each student message (`stored_message_scores`) and the latest Grice judgments of each reply. It answers in ONE call constrained to a JSON schema: the winner,
+a reason citing turns as "turn N", speaker points on the school-debate scale, a fix, and a
+rewrite of one of the student's own sentences (the schema offers only those). An answer
+that breaks a rule the schema cannot state (a reason too long or citing no turn of the
+debate, points that contradict the winner, a rewrite that changes nothing) is asked again
+with another sampling (`structured_until_valid`). The strongest and weakest turns come from
+the stored InspireScores, never from the model.
 """
 
 from __future__ import annotations
@@ -51,7 +49,6 @@ POINT_STEP = 0.5
 POINT_STEPS = tuple(SPEAKER_POINTS[0] + POINT_STEP * n
                     for n in range(round((SPEAKER_POINTS[1] - SPEAKER_POINTS[0]) / POINT_STEP) + 1))
 REASON_WORDS = 120
-REASON_WORD_CHARS = 30  # longer than any English word a reason needs
 REASON_CHARS = REASON_WORDS * 8  # the schema's bound; the words are counted when the answer is read
 FIX_CHARS = 300
 REWRITE_CHARS = 400
@@ -75,10 +72,10 @@ a bot reply, whether it keeps each conversational maxim and the probability that
 {transcript}
 
 Fill in the ballot:
-- reason: at most {reason_words} words on why one side argued better, starting with the turn that decided it: \
-"Turn N ...".
+- winner: "student" or "bot", whoever argued better.
+- reason: at most {reason_words} words on why, starting with the turn that decided it: "Turn N ...".
 - student_points and bot_points: speaker points from {low:g} (poor) through {average:g} (average) to {high:g} \
-(outstanding), in steps of 0.5. The side with more points wins the debate, so the two differ.
+(outstanding), in steps of 0.5.
 - fix: the one thing the student should do differently next time.
 - rewrite_from: the student's sentence that most needs work, copied exactly.
 - rewrite_to: that sentence as the student should have said it.
@@ -179,6 +176,7 @@ class Ballot(BaseModel):
 class BallotAnswer(BaseModel):
     """What the judge answers; `answer_model` narrows `rewrite_from` to the debate's sentences."""
 
+    winner: Literal["student", "bot"]
     reason: str = Field(min_length=1, max_length=REASON_CHARS)
     student_points: Literal[POINT_STEPS]  # type: ignore[valid-type]
     bot_points: Literal[POINT_STEPS]  # type: ignore[valid-type]
@@ -199,17 +197,6 @@ class BallotAnswer(BaseModel):
         if " ".join(self.rewrite_to.split()).casefold() == " ".join(self.rewrite_from.split()).casefold():
             raise ValueError("rewrite_to repeats rewrite_from")
         return self
-
-    @model_validator(mode="after")
-    def _decided(self) -> BallotAnswer:
-        if self.student_points == self.bot_points:
-            raise ValueError(f"both sides have {self.student_points:g} points: the side with more wins, so they differ")
-        return self
-
-    @property
-    def winner(self) -> Literal["student", "bot"]:
-        """The side with more points: the winner is not asked apart, so the points never contradict it."""
-        return "student" if self.student_points > self.bot_points else "bot"
 
 
 def answer_model(transcript: DebateTranscript) -> type[BallotAnswer]:
@@ -234,12 +221,10 @@ def answer_model(transcript: DebateTranscript) -> type[BallotAnswer]:
 
 def reason_pattern(numbers: Sequence[int]) -> str:
     """A reason that starts with the turn that decided it ("Turn 2: …") and has at most
-    REASON_WORDS words of at most REASON_WORD_CHARS characters: what a constraining backend can
-    write at all (a word without a bound let a small model write one for thousands of tokens).
-    Its words are letters, digits and plain punctuation: no quote, backslash or control
-    character, which a grammar made from a pattern would write into the JSON unescaped."""
+    REASON_WORDS words: what a constraining backend can write at all. Its words hold no double
+    quote or backslash, which a grammar made from a pattern would write into the JSON unescaped."""
     turns = "|".join(str(number) for number in numbers)
-    return rf"^Turn ({turns})[,.:;]?( [A-Za-z0-9,.;:!?'()%/&-]{{1,{REASON_WORD_CHARS}}}){{0,{REASON_WORDS - 2}}}$"
+    return rf'^Turn ({turns})[,.:;]?( [^ "\\]+){{0,{REASON_WORDS - 2}}}$'
 
 
 def _marks(transcript: DebateTranscript) -> tuple[TurnMark | None, TurnMark | None]:
