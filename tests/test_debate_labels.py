@@ -44,11 +44,11 @@ def assert_tabs_and_footer_whole(app: ArgtuiApp) -> None:
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda size: "{}x{}".format(*size))
-async def test_side_tabs_footer_header_and_strategy_card_show_whole(size, closed_backend, argtui_home):
+async def test_side_tabs_footer_header_and_strategy_card_show_whole(size, closed_backend, argtui_home, until):
     debate_id = stored_debate(argtui_home)
     app = ArgtuiApp()
     async with app.run_test(size=size) as pilot:
-        screen = await open_debate(app, pilot, debate_id)
+        screen = await open_debate(app, pilot, until, debate_id)
         message, reply = screen.query(MessageView)
         for focused in (message, reply):  # the student's message opens Parts, the reply Steps
             focused.focus()
@@ -67,14 +67,14 @@ async def test_side_tabs_footer_header_and_strategy_card_show_whole(size, closed
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda size: "{}x{}".format(*size))
-async def test_a_failed_turn_shows_retry_whole(size, closed_backend):
+async def test_a_failed_turn_shows_retry_whole(size, closed_backend, until):
     app = ArgtuiApp()
     repository = DebateRepository(app.services.db)
     debate = repository.create(CLAIM, "pro", backend="closed")
     repository.add_turn(debate.id, "user", "Uniforms reduce bullying.")
     repository.add_turn(debate.id, "assistant", "", error="the backend is down", state="failed")
     async with app.run_test(size=size) as pilot:
-        screen = await open_debate(app, pilot, debate.id)
+        screen = await open_debate(app, pilot, until, debate.id)
         screen.query_one(Input).focus()
         await pilot.pause()
         assert "^r Retry" in {shown_in(app, key) for key in screen.query(FooterKey)}

@@ -27,16 +27,13 @@ from test_debate_screen import stored_debate
 from test_terminal_sizes import footer_descriptions, screen_lines, visible_region
 
 
-async def open_debate(app: ArgtuiApp, pilot, debate_id: int) -> DebateScreen:
+async def open_debate(app: ArgtuiApp, pilot, until, debate_id: int) -> DebateScreen:
     """The debate open with its session opened or its failure to open shown (nothing is asked
     of the backend yet); building the argument index can take long on a loaded machine."""
     await app.push_screen(DebateScreen(debate_id))
     screen = app.screen
-    for _ in range(2400):
-        if screen.session is not None or screen.open_failure is not None:
-            return screen
-        await pilot.pause(0.05)
-    raise AssertionError(f"the session neither opened nor failed: {screen.query_one('#status', Static).render()}")
+    await until(pilot, lambda: screen.session is not None or screen.open_failure is not None, timeout_s=120)
+    return screen
 
 
 def help_text(help_screen: HelpScreen) -> str:
@@ -47,11 +44,11 @@ def help_text(help_screen: HelpScreen) -> str:
     return console.export_text()
 
 
-async def test_help_lists_the_bindings_in_force_on_the_screen_it_opened_from(closed_backend, argtui_home):
+async def test_help_lists_the_bindings_in_force_on_the_screen_it_opened_from(closed_backend, argtui_home, until):
     debate_id = stored_debate(argtui_home)
     app = ArgtuiApp()
     async with app.run_test(size=(120, 40)) as pilot:
-        screen = await open_debate(app, pilot, debate_id)
+        screen = await open_debate(app, pilot, until, debate_id)
         list(screen.query(MessageView))[0].focus()  # the student's labelled message: Ctrl+T is in force
         await pilot.pause()
         in_force = {
@@ -93,11 +90,11 @@ async def test_the_glossary_reads_the_engines_definitions_and_opens_everywhere(c
         assert "Analyzer (5 examples) — Analyzer5" in text and "Multi-agent debate — mad" in text
 
 
-async def test_the_palette_finds_screen_actions_help_and_glossary_terms(closed_backend, argtui_home):
+async def test_the_palette_finds_screen_actions_help_and_glossary_terms(closed_backend, argtui_home, until):
     debate_id = stored_debate(argtui_home)
     app = ArgtuiApp()
     async with app.run_test(size=(120, 40)) as pilot:
-        screen = await open_debate(app, pilot, debate_id)
+        screen = await open_debate(app, pilot, until, debate_id)
         list(screen.query(MessageView))[0].focus()
         await pilot.pause()
         provider = ScreenCommands(screen)
@@ -117,11 +114,11 @@ async def test_the_palette_finds_screen_actions_help_and_glossary_terms(closed_b
         assert isinstance(app.screen, TranscriptScreen)
 
 
-async def test_tab_walks_the_debate_screen_and_esc_from_the_tabs_keeps_the_debate(closed_backend, argtui_home):
+async def test_tab_walks_the_debate_screen_and_esc_from_the_tabs_keeps_the_debate(closed_backend, argtui_home, until):
     debate_id = stored_debate(argtui_home)
     app = ArgtuiApp()
     async with app.run_test(size=(80, 24)) as pilot:
-        screen = await open_debate(app, pilot, debate_id)
+        screen = await open_debate(app, pilot, until, debate_id)
         assert app.focused is screen.query_one("#message", Input)
         order = []
         for _ in range(6):
@@ -146,11 +143,11 @@ async def test_tab_walks_the_debate_screen_and_esc_from_the_tabs_keeps_the_debat
         assert app.screen is not screen
 
 
-async def test_the_debate_screen_at_80x24_shows_whole_tab_labels_footer_and_status(closed_backend, argtui_home):
+async def test_the_debate_screen_at_80x24_shows_whole_tab_labels_footer_and_status(closed_backend, argtui_home, until):
     debate_id = stored_debate(argtui_home)
     app = ArgtuiApp()
     async with app.run_test(size=(80, 24)) as pilot:
-        screen = await open_debate(app, pilot, debate_id)
+        screen = await open_debate(app, pilot, until, debate_id)
         list(screen.query(MessageView))[0].focus()
         await pilot.pause()
         lines = screen_lines(app)
