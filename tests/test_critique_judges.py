@@ -20,7 +20,7 @@ from argtui.config import load_config
 from engines.critiques.agreement import AgreementError
 from engines.critiques.demo import DEMO_PATH
 from engines.critiques.files import import_critiques
-from engines.critiques.judges import judge_messages
+from engines.critiques.judges import REASONING_CHARS, judge_critique, judge_messages
 from engines.critiques.report import build_report, demo_judged, rater_names
 from engines.judging.evaluate import run_task
 from engines.judging.runner import RunPaused
@@ -130,6 +130,8 @@ async def test_invalid_output_is_stored_raw_and_counted_and_a_rerun_resumes(db, 
                            "dead_weight 0.00 · single_issue 1.00 — It attacks the main premise.")
     assert not stored["c2"].valid and stored["c2"].raw == "I rate it 1 because I was told so"
     assert not stored["c3"].valid and "strength" in stored["c3"].invalid_reason
+    reasoning = server.bodies[0]["response_format"]["json_schema"]["schema"]["properties"]["reasoning"]
+    assert reasoning["maxLength"] == REASONING_CHARS  # a grammar closes the thinking, not the token cap
     assert run.report.title == f"{run.judge.name} (rubric prompt): 1 valid, 2 invalid of 3 critiques"
     assert run.report.notes[-1] == (
         f"Loss tables: argtui agreement critiques --reference RATER --compare '{run.judge.name}'"
@@ -163,6 +165,13 @@ async def test_a_backend_failure_pauses_the_run_keeping_finished_verdicts(db, ct
         run = await run_task(ctx, TASK, client, "rubric", options, items, concurrency=1)
     assert (run.outcome.judged_now, run.outcome.resumed, len(server.bodies)) == (1, 2, 1)
     assert RunRepository(db).list("eval-critiques")[0].state == RunState.DONE
+
+
+async def test_thinking_past_its_bound_is_invalid_not_cut_into_a_score(fake_server):
+    fake_server.answer = [chat_reply(json.dumps({"reasoning": "Step. " * 300, "overall": 0.7}))]
+    async with LLMClient(fake_server.profile(kind="llamacpp", retries=0), backoff_base_s=0) as client:
+        verdict = await judge_critique(client, "simple", "Position.", "Critique.")
+    assert not verdict.valid and verdict.value is None and "reasoning" in verdict.invalid_reason
 
 
 def rated(overall: float | None, reasoning: str = "") -> Verdict:

@@ -32,6 +32,9 @@ PROMPTS: tuple[PromptKind, ...] = ("simple", "rubric")
 # Room for a chain of thought and the scores (the paper's judges think step by step before they
 # answer); a reply cut off at the limit is stored as invalid. The task's --max-tokens sets it.
 DEFAULT_MAX_TOKENS = 2000
+# The step-by-step thinking the schema admits ("briefly"): without a bound a constraining grammar
+# let a small model write until the cap, and a cut answer is asked again with a larger one.
+REASONING_CHARS = 1500
 JUDGE_SAMPLING = Sampling(temperature=0.0, max_tokens=DEFAULT_MAX_TOKENS)
 
 Score = Field(ge=0.0, le=1.0)
@@ -58,17 +61,20 @@ RUBRIC_SYSTEM = (
 )
 
 
+Reasoning = Field(max_length=REASONING_CHARS)
+
+
 class SimpleVerdict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    reasoning: str
+    reasoning: str = Reasoning
     overall: float = Score
 
 
 class RubricVerdict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    reasoning: str
+    reasoning: str = Reasoning
     centrality: float = Score
     strength: float = Score
     correctness: float = Score
