@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from argtui.cli import main
 from argtui.config import load_config
@@ -28,10 +29,12 @@ from engines.llm.embedded import EMBEDDED_MODEL_NAME
 from engines.student.ballot_export import NOTHING_MEASURED, ballot_markdown, escaped
 from engines.student.ballots import end_debate
 from engines.tasks.ballot import (
+    POINT_PAIRS,
     POINT_STEPS,
     REASON_WORDS,
     TASK,
     Ballot,
+    BallotAnswer,
     DebateTranscript,
     MeasuredTurn,
     TurnMark,
@@ -39,6 +42,7 @@ from engines.tasks.ballot import (
     ballot_prompt,
     debate_transcript,
     make_ballot,
+    reason_pattern,
 )
 from engines.tasks.debate_judges import grice_item
 from engines.tasks.grice import turn_verdict
@@ -55,7 +59,7 @@ GOLDEN = Path(__file__).parent / "data" / "ballot_golden.md"
 
 def answer(**changes) -> str:
     good = {"winner": "bot", "reason": "Turn 1: the bot answered with a reason the student never met.",
-            "student_points": 27.0, "bot_points": 28.5, "fix": "Back each claim with an example.",
+            "points": "28.5 to 27", "fix": "Back each claim with an example.",
             "rewrite_from": MESSAGES[1], "rewrite_to": "A uniform costs less than the clothes it replaces."}
     return json.dumps({**good, **changes})
 
@@ -103,6 +107,25 @@ def test_a_ballot_round_trips_through_json_and_its_verdict():
     assert POINT_STEPS[0] == 25.0 and POINT_STEPS[-1] == 30.0 and len(POINT_STEPS) == 11
 
 
+def test_the_points_offered_never_tie_or_contradict_the_winner():
+    pairs = [tuple(float(points) for points in pair.split(" to ")) for pair in POINT_PAIRS]
+    assert len(pairs) == len(set(pairs)) == 55 and all(winner > loser for winner, loser in pairs)
+    assert {points for pair in pairs for points in pair} == set(POINT_STEPS)
+    for winner in ("student", "bot"):
+        read = BallotAnswer.model_validate_json(answer(winner=winner, points="27.5 to 25"))
+        assert read.side_points() == ((27.5, 25.0) if winner == "student" else (25.0, 27.5))
+    for unoffered in ("27 to 27", "26 to 28", "30.5 to 29"):
+        with pytest.raises(ValidationError, match="points"):
+            BallotAnswer.model_validate_json(answer(points=unoffered))
+
+
+def test_a_reason_word_is_bounded_and_holds_no_quote_or_control_character():
+    pattern = re.compile(reason_pattern([1, 2]))
+    assert pattern.match("Turn 2: the bot's reply (on cost) was clear, and well-argued.")
+    for bad in ("Turn 2 " + "a" * 31, 'Turn 2 said "cheap"', "Turn 2 said\tso", "Turn 3 was weak", "turn 2"):
+        assert not pattern.match(bad), bad
+
+
 async def test_a_reason_citing_no_turn_or_too_long_is_asked_again_and_the_ballot_is_stored():
     runtime = Runtime()
     debate_id = stored_debate(runtime.db, student="Ada")
@@ -117,7 +140,7 @@ async def test_a_reason_citing_no_turn_or_too_long_is_asked_again_and_the_ballot
         schema = fake.bodies[0]["response_format"]["json_schema"]["schema"]
         assert schema["properties"]["rewrite_from"]["enum"] == [  # the student's own sentences only
             "Uniforms stop bullying.", "Nobody is mocked for their clothes.", MESSAGES[1]]
-        assert schema["properties"]["student_points"]["enum"] == list(POINT_STEPS)
+        assert schema["properties"]["points"]["enum"] == list(POINT_PAIRS)
         assert schema["properties"]["reason"]["pattern"].startswith("^Turn (1|2)")
         prompt = fake.bodies[0]["messages"][0]["content"]
         assert f"Turn 1 (student): {MESSAGES[0]}" in prompt and f"Reply to turn 2 (bot): {REPLIES[1]}" in prompt
@@ -141,9 +164,9 @@ async def test_a_ballot_invalid_after_every_attempt_is_an_error_and_judged_again
         client = LLMClient(fake.profile())
         with pytest.raises(ArgtuiError, match="no valid ballot after 3 attempts: reason: .*cites turn 9"):
             await make_ballot(runtime, client, debate_id)
-        fake.answer = [chat_reply(answer(winner="student", student_points=29.0))]
+        fake.answer = [chat_reply(answer(winner="student", points="29 to 26.5"))]
         ballot = await make_ballot(runtime, client, debate_id)
-        assert ballot.winner == "student" and ballot.student_points == 29.0
+        assert (ballot.winner, ballot.student_points, ballot.bot_points) == ("student", 29.0, 26.5)
         await client.aclose()
     await runtime.aclose()
 
@@ -290,6 +313,7 @@ def test_a_scripted_debate_ends_with_a_ballot_as_json_and_markdown_on_the_real_m
     ballot = Ballot.model_validate(printed["ballot"])
     assert ballot.winner in ("student", "bot") and ballot.demonstration
     assert {ballot.student_points, ballot.bot_points} <= set(POINT_STEPS)
+    assert (ballot.student_points > ballot.bot_points) == (ballot.winner == "student")  # the winner's are higher
     assert re.match(r"Turn [12]\b", ballot.reason) and len(ballot.reason.split()) <= REASON_WORDS
     assert ballot.rewrite_from in MESSAGES[ballot.rewrite_turn - 1]
     assert (ballot.strongest, ballot.weakest) == (None, None)  # the Coach was off

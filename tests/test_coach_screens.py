@@ -32,8 +32,7 @@ BALLOT_ANSWER = {
     "winner": "student",
     "reason": "Turn 1 answered the bullying point directly with a reason, while the bot's reply to turn 2 "
               "repeated costs without evidence.",
-    "student_points": 28.0,
-    "bot_points": 27.0,
+    "points": "28 to 27",
     "fix": "Back the money claim with a figure or an example a parent would recognise.",
     "rewrite_from": "Uniforms also save parents money.",
     "rewrite_to": "A uniform costs about 60 euros a year, less than the branded clothes pupils compete over.",

@@ -3,13 +3,14 @@
 An item is a stored debate (`--debate ID`; by default every ended one). The judge reads
 the transcript with its student turns numbered 1..n and each bot reply marked as the
 reply to its turn, beside what was measured of every turn: the Coach's InspireScore of
-each student message (`stored_message_scores`) and the latest Grice judgments of each reply. It answers in ONE call constrained to a JSON schema: the winner,
-a reason citing turns as "turn N", speaker points on the school-debate scale, a fix, and a
-rewrite of one of the student's own sentences (the schema offers only those). An answer
-that breaks a rule the schema cannot state (a reason too long or citing no turn of the
-debate, points that contradict the winner, a rewrite that changes nothing) is asked again
-with another sampling (`structured_until_valid`). The strongest and weakest turns come from
-the stored InspireScores, never from the model.
+each student message (`stored_message_scores`) and the latest Grice judgments of each reply. It answers in ONE call constrained to a JSON schema: the winner, a reason citing turns as
+"turn N", speaker points on the school-debate scale as one choice of "W to L" pairs (the
+winner's points, then the loser's, always lower: the schema offers no pair that contradicts
+the winner), a fix, and a rewrite of one of the student's own sentences (the schema offers only
+those). An answer that breaks a rule the schema cannot state (a reason too long or citing no
+turn of the debate, a rewrite that changes nothing) is asked again with another sampling
+(`structured_until_valid`). The strongest and weakest turns come from the stored
+InspireScores, never from the model.
 """
 
 from __future__ import annotations
@@ -48,7 +49,11 @@ SPEAKER_POINTS = (25.0, 30.0)  # school-debate scale, 0.5 steps; 25 poor ... 27.
 POINT_STEP = 0.5
 POINT_STEPS = tuple(SPEAKER_POINTS[0] + POINT_STEP * n
                     for n in range(round((SPEAKER_POINTS[1] - SPEAKER_POINTS[0]) / POINT_STEP) + 1))
+# Every pair of the scale with the winner's points first and higher: no tie, no low-point win.
+POINT_PAIRS = tuple(f"{winner:g} to {loser:g}" for winner in reversed(POINT_STEPS) for loser in reversed(POINT_STEPS)
+                    if loser < winner)
 REASON_WORDS = 120
+REASON_WORD_CHARS = 30  # longer than any English word a reason needs
 REASON_CHARS = REASON_WORDS * 8  # the schema's bound; the words are counted when the answer is read
 FIX_CHARS = 300
 REWRITE_CHARS = 400
@@ -74,8 +79,8 @@ a bot reply, whether it keeps each conversational maxim and the probability that
 Fill in the ballot:
 - winner: "student" or "bot", whoever argued better.
 - reason: at most {reason_words} words on why, starting with the turn that decided it: "Turn N ...".
-- student_points and bot_points: speaker points from {low:g} (poor) through {average:g} (average) to {high:g} \
-(outstanding), in steps of 0.5.
+- points: the winner's speaker points, then the loser's, as "W to L": from {low:g} (poor) through {average:g} \
+(average) to {high:g} (outstanding), in steps of 0.5; the winner's are the higher.
 - fix: the one thing the student should do differently next time.
 - rewrite_from: the student's sentence that most needs work, copied exactly.
 - rewrite_to: that sentence as the student should have said it.
@@ -178,8 +183,7 @@ class BallotAnswer(BaseModel):
 
     winner: Literal["student", "bot"]
     reason: str = Field(min_length=1, max_length=REASON_CHARS)
-    student_points: Literal[POINT_STEPS]  # type: ignore[valid-type]
-    bot_points: Literal[POINT_STEPS]  # type: ignore[valid-type]
+    points: Literal[POINT_PAIRS]  # type: ignore[valid-type]
     fix: str = Field(min_length=1, max_length=FIX_CHARS)
     rewrite_from: str
     rewrite_to: str = Field(min_length=1, max_length=REWRITE_CHARS)
@@ -197,6 +201,11 @@ class BallotAnswer(BaseModel):
         if " ".join(self.rewrite_to.split()).casefold() == " ".join(self.rewrite_from.split()).casefold():
             raise ValueError("rewrite_to repeats rewrite_from")
         return self
+
+    def side_points(self) -> tuple[float, float]:
+        """The student's and the bot's speaker points."""
+        winner, loser = (float(points) for points in self.points.split(" to "))
+        return (winner, loser) if self.winner == "student" else (loser, winner)
 
 
 def answer_model(transcript: DebateTranscript) -> type[BallotAnswer]:
@@ -221,10 +230,12 @@ def answer_model(transcript: DebateTranscript) -> type[BallotAnswer]:
 
 def reason_pattern(numbers: Sequence[int]) -> str:
     """A reason that starts with the turn that decided it ("Turn 2: …") and has at most
-    REASON_WORDS words: what a constraining backend can write at all. Its words hold no double
-    quote or backslash, which a grammar made from a pattern would write into the JSON unescaped."""
+    REASON_WORDS words of at most REASON_WORD_CHARS characters: what a constraining backend can
+    write at all (a word without a bound let a small model write one for thousands of tokens).
+    Its words are letters, digits and plain punctuation: no quote, backslash or control
+    character, which a grammar made from a pattern would write into the JSON unescaped."""
     turns = "|".join(str(number) for number in numbers)
-    return rf'^Turn ({turns})[,.:;]?( [^ "\\]+){{0,{REASON_WORDS - 2}}}$'
+    return rf"^Turn ({turns})[,.:;]?( [A-Za-z0-9,.;:!?'()%/&-]{{1,{REASON_WORD_CHARS}}}){{0,{REASON_WORDS - 2}}}$"
 
 
 def _marks(transcript: DebateTranscript) -> tuple[TurnMark | None, TurnMark | None]:
@@ -401,9 +412,10 @@ class BallotTask(TaskBase):
                                    asked.result.raw, asked.usage)
         answer = asked.result.value
         strongest, weakest = _marks(transcript)
+        student_points, bot_points = answer.side_points()
         ballot = Ballot(
             debate=transcript.debate, winner=answer.winner, reason=answer.reason,
-            student_points=answer.student_points, bot_points=answer.bot_points, strongest=strongest, weakest=weakest,
+            student_points=student_points, bot_points=bot_points, strongest=strongest, weakest=weakest,
             fix=answer.fix, rewrite_turn=transcript.sentence_turn(answer.rewrite_from),
             rewrite_from=answer.rewrite_from, rewrite_to=answer.rewrite_to, demonstration=await _embedded(client),
         )
