@@ -15,7 +15,7 @@ from screens.widgets.strategy import strategy_fields
 from store import Database
 from store.debates import DebateRepository
 from test_debate_screen import CLAIM, stored_debate
-from test_help_and_palette import open_debate
+from test_debate_screen import open_debate
 from test_terminal_sizes import screen_lines
 
 SIZES = [(80, 24), (120, 40)]

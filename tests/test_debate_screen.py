@@ -84,17 +84,22 @@ def stored_debate(argtui_home) -> int:
     return debate.id
 
 
-def test_reopening_a_saved_debate_shows_turns_labels_and_judgments(closed_backend, argtui_home, snap_compare):
+async def open_debate(app: ArgtuiApp, pilot, until, debate_id: int) -> DebateScreen:
+    """The debate open with its session opened or its failure to open shown (nothing is asked
+    of the backend yet); building the argument index can take long on a loaded machine."""
+    await app.push_screen(DebateScreen(debate_id))
+    screen = app.screen
+    await until(pilot, lambda: screen.session is not None or screen.open_failure is not None, timeout_s=120)
+    return screen
+
+
+def test_reopening_a_saved_debate_shows_turns_labels_and_judgments(closed_backend, argtui_home, snap_compare, until):
     debate_id = stored_debate(argtui_home)
     app = ArgtuiApp(debate=None)
 
-    async def open_debate(pilot):
-        await pilot.app.push_screen(DebateScreen(debate_id))
-        screen = pilot.app.screen
-        for _ in range(2400):  # the session cannot open: the backend is closed
-            if "cannot debate" in str(screen.query_one("#status", Static).render()):
-                break
-            await pilot.pause(0.05)
+    async def reopen(pilot):
+        screen = await open_debate(app, pilot, until, debate_id)  # level 0 opens with the backend closed
+        assert screen.session is not None and screen.open_failure is None
         views = [view.message for view in screen.query(MessageView)]
         assert [v.role for v in views] == ["user", "assistant"]
         assert [(c.label, c.span.start, c.calls) for c in views[0].components] == [("Claim", 0, 7), ("Premise", 26, 7)]
@@ -105,7 +110,7 @@ def test_reopening_a_saved_debate_shows_turns_labels_and_judgments(closed_backen
         list(screen.query(MessageView))[1].focus()
         await pilot.pause()
 
-    assert snap_compare(app, terminal_size=(120, 32), run_before=open_debate)
+    assert snap_compare(app, terminal_size=(120, 32), run_before=reopen)
 
 
 async def with_message_selected(app: ArgtuiApp, pilot, debate_id: int) -> DebateScreen:

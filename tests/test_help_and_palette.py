@@ -23,17 +23,8 @@ from screens.glossary import (
 )
 from screens.help import HelpScreen
 from screens.palette import ScreenCommands
-from test_debate_screen import stored_debate
+from test_debate_screen import open_debate, stored_debate
 from test_terminal_sizes import footer_descriptions, screen_lines, visible_region
-
-
-async def open_debate(app: ArgtuiApp, pilot, until, debate_id: int) -> DebateScreen:
-    """The debate open with its session opened or its failure to open shown (nothing is asked
-    of the backend yet); building the argument index can take long on a loaded machine."""
-    await app.push_screen(DebateScreen(debate_id))
-    screen = app.screen
-    await until(pilot, lambda: screen.session is not None or screen.open_failure is not None, timeout_s=120)
-    return screen
 
 
 def help_text(help_screen: HelpScreen) -> str:
