@@ -10,12 +10,11 @@ from __future__ import annotations
 import json
 
 
-from argtui.commands import run_with_runtime
+from argtui.commands import output_console, run_with_runtime
 from argtui.commands.eval import print_report
 from argtui.runtime import Runtime
 from engines.critiques.agreement import AgreementReport, report_as_dict
 from engines.critiques.report import build_report, task_report
-from engines.terminal_text import VisibleControlsConsole
 
 
 def register(subparsers) -> None:
@@ -47,5 +46,5 @@ def _agreement(args) -> int:
     if args.json:
         print(json.dumps(report_as_dict(report), indent=2))
     else:
-        print_report(VisibleControlsConsole(), task_report(report, "first" if args.first else "current"))
+        print_report(output_console(), task_report(report, "first" if args.first else "current"))
     return 0

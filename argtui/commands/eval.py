@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from argtui.commands import run_with_runtime
+from argtui.commands import output_console, run_with_runtime
 from argtui.progress import batch_progress_bar
 from argtui.runtime import Runtime
 from engines.errors import ArgtuiError
@@ -88,7 +88,7 @@ def _list_or_usage(args) -> int:
     if not args.list:
         args.eval_parser.print_help()
         return 2
-    console = VisibleControlsConsole()
+    console = output_console()
     table = Table(box=box.SIMPLE_HEAD, show_edge=False)
     for column in ("task", "what it judges", "variants (first: default)"):
         table.add_column(column)
@@ -116,8 +116,8 @@ def _eval(task: Task, args) -> int:
         if args.json:
             print(json.dumps({"task": task.name, "results": [report.data]}, indent=2, default=str))
         else:
-            VisibleControlsConsole().print(Text.assemble((report.title, "bold")))
-            print_report(VisibleControlsConsole(), report)
+            output_console().print(Text.assemble((report.title, "bold")))
+            print_report(output_console(), report)
         return 0
     if args.export_requests:
         return run_with_runtime(lambda runtime: _export_requests(runtime, task, variants, options, args))
@@ -134,7 +134,7 @@ def _eval(task: Task, args) -> int:
         results = results_json(task, runs)
         print(json.dumps({**results, "summary": summary.data} if summary else results, indent=2, default=str))
     else:
-        console = VisibleControlsConsole()
+        console = output_console()
         for run in runs:
             print_run(console, run)
         if summary is not None:
@@ -191,7 +191,7 @@ async def _export_requests(runtime: Runtime, task: Task, variants: list[str], op
         print(json.dumps({"task": task.name, "file": str(args.export_requests), "requests": written,
                           "answers": answers, "items_waiting": waiting}, indent=2))
     elif written:
-        VisibleControlsConsole().print(Text(
+        output_console().print(Text(
             f"{written} requests ({answers} answers) for {waiting} items written to {args.export_requests}. "
             "Run them as a batch, e.g. python -m vllm.entrypoints.openai.run_batch "
             f"-i {args.export_requests} -o RESULTS --model MODEL --served-model-name {await client.model()} "
@@ -201,7 +201,7 @@ async def _export_requests(runtime: Runtime, task: Task, variants: list[str], op
             "debate rounds) exports its next step on that run, until a run completes with zero calls."
         ))
     else:
-        VisibleControlsConsole().print(Text(
+        output_console().print(Text(
             f"No request is missing: the cache and the store answer every item ({args.export_requests} is empty). "
             "Run the command without --export-requests for the report."
         ))
@@ -223,7 +223,7 @@ def _import_results(path: Path, as_json: bool) -> int:
         errors = VisibleControlsConsole(stderr=True, soft_wrap=True)  # one line per problem
         for problem in report.problems:
             errors.print(Text(f"skipped: {problem}"))
-        VisibleControlsConsole().print(Text(
+        output_console().print(Text(
             f"{report.answers} answers of {report.requests} requests from {path} stored in the response cache; "
             f"{len(report.problems)} of {report.lines} lines skipped. Run the eval again to use them."
         ))
