@@ -195,6 +195,7 @@ def test_config_use_takes_a_name_a_model_and_a_key_variable(argtui_home, monkeyp
         (unused_url(), "no OpenAI-compatible server answered at"),
         ("localhost:11434", "expected an http:// or https:// URL"),
     ],
+    ids=["closed port", "no scheme"],  # the port differs between test processes: not in the id
 )
 def test_config_use_writes_nothing_when_no_server_answers(argtui_home, capsys, url, message):
     assert main(["config", "use", url]) == 1
