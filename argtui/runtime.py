@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from argtui.config import Config, load_config
+from engines.datasets.shared import shared_release
 from engines.debate.settings import DebateSettings
 from engines.inspire.settings import InspireSettings
 from engines.llm.client import LLMClient
@@ -129,8 +130,9 @@ class Runtime:
         return self.config.profile_names()
 
     def dataset_path(self, name: str) -> Path | None:
+        """The config's [datasets] entry, else the release folder under $ARGTUI_SHARED_DATA."""
         value = self.config.datasets.get(name)
-        return Path(value).expanduser() if value else None
+        return Path(value).expanduser() if value else shared_release(name)
 
     async def retriever(self, on_progress: ProgressCallback | None = None) -> Retriever:
         """The configured argument base, opened once (the first use may build the index)."""

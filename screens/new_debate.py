@@ -11,7 +11,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Input, Label, OptionList, RadioButton, RadioSet, Static
 from textual.widgets.option_list import Option
 
-from engines.debate.claims import Claim, bundled_claims, cmv_claims, cmv_location
+from engines.debate.claims import Claim, bundled_claims, cmv_claims
 from engines.debate.levels import FULL_LEVEL, LEVELS, OpponentLevel, default_level, get_level
 from engines.errors import ArgtuiError
 from engines.inspire.score import inspire_scores_by_debate
@@ -83,7 +83,7 @@ class NewDebateScreen(Screen):
     @work(thread=True, exclusive=True)
     def _load_claims(self) -> None:
         claims = bundled_claims()
-        rad_path = cmv_location(services(self).dataset_path("touche-rad"))
+        rad_path = services(self).dataset_path("touche-rad")
         if rad_path:
             try:
                 claims = cmv_claims(rad_path) + claims

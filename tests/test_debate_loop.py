@@ -6,6 +6,7 @@ a label came about, level 1's own steps and a draft's length, and the end: Ctrl+
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import io
 import json
@@ -16,7 +17,9 @@ from sqlalchemy import text
 from textual.widgets import Input, OptionList, RadioButton, Static, TabbedContent
 
 from argtui.app import ArgtuiApp
-from engines.debate.claims import CMV_FILE, RAD_FOLDER, SHARED_DATA_ENV, cmv_location
+from argtui.runtime import Runtime
+from engines.datasets.shared import RELEASE_FOLDERS, SHARED_DATA_ENV
+from engines.debate.claims import CMV_FILE
 from engines.debate.exchange import BotProgress
 from engines.debate.levels import LEVELS
 from engines.debate.opponent import DraftWriting, ReplyProgress, StepStarted
@@ -179,9 +182,10 @@ async def test_the_header_names_the_student_and_the_level_with_their_ratings(clo
 async def test_the_new_debate_dialog_describes_each_level_and_the_debate_is_the_students(
         closed_backend, argtui_home, tmp_path, monkeypatch, until):
     shared = tmp_path / "shared"
-    (shared / RAD_FOLDER).mkdir(parents=True)
+    rad_folder = shared / RELEASE_FOLDERS["touche-rad"]
+    rad_folder.mkdir(parents=True)
     debates = [{"id": "cmv-1", "claim": "CMV: Cities should ban cars from their centres.", "simulated_debate": []}]
-    with gzip.open(shared / RAD_FOLDER / CMV_FILE, "wt", encoding="utf-8") as file:
+    with gzip.open(rad_folder / CMV_FILE, "wt", encoding="utf-8") as file:
         file.writelines(json.dumps(debate) + "\n" for debate in debates)
     monkeypatch.setenv(SHARED_DATA_ENV, str(shared))  # and no [datasets] entry
     app = ArgtuiApp(student="Ana")
@@ -209,16 +213,18 @@ async def test_the_new_debate_dialog_describes_each_level_and_the_debate_is_the_
     db.close()
 
 
-def test_the_cmv_claims_are_where_the_config_says_else_in_the_shared_data_folder(tmp_path, monkeypatch):
-    configured = tmp_path / "mine.jsonl.gz"
+def test_a_dataset_is_where_the_config_says_else_in_the_shared_data_folder(argtui_home, tmp_path, monkeypatch):
+    runtime = Runtime()
     monkeypatch.setenv(SHARED_DATA_ENV, str(tmp_path))
-    assert cmv_location(configured) == configured
-    assert cmv_location(None) is None  # the shared folder holds no RAD release
-    (tmp_path / RAD_FOLDER).mkdir()
-    (tmp_path / RAD_FOLDER / CMV_FILE).write_bytes(gzip.compress(b""))
-    assert cmv_location(None) == tmp_path / RAD_FOLDER
+    assert runtime.dataset_path("ukpconvarg1") is None  # the shared folder holds no such release
+    (tmp_path / "ukpconvarg1").mkdir()
+    assert runtime.dataset_path("ukpconvarg1") == tmp_path / "ukpconvarg1"
+    assert runtime.dataset_path("unknown") is None
+    runtime.config.datasets["ukpconvarg1"] = str(tmp_path / "mine")
+    assert runtime.dataset_path("ukpconvarg1") == tmp_path / "mine"  # the config's entry first, as it is
     monkeypatch.delenv(SHARED_DATA_ENV)
-    assert cmv_location(None) is None
+    assert runtime.dataset_path("touche-rad") is None
+    asyncio.run(runtime.aclose())
 
 
 # ---------------------------------------------------------------- the message box and the side panel

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Hashable, Mapping, Sequence, TypeVar
 
 from engines.datasets.ibm import load_ibm
+from engines.datasets.shared import RELEASE_FOLDERS, SHARED_DATA_ENV
 from engines.datasets.ukpconv import DATASET as UKPCONV_DATASET, load_ukpconv, side_title
 from engines.datasets.webis import DIMENSIONS as WEBIS_DIMENSIONS
 from engines.errors import ArgtuiError
@@ -112,12 +113,14 @@ def _rated(dataset: str, position: int, argument: str, group: str, topic: str, t
 
 
 def ukpconv_root(ctx: TaskContext, given: Path | None) -> Path:
-    """The UKPConvArg1 release folder: --data, else the config's [datasets] entry."""
+    """The UKPConvArg1 release folder: --data, else the config's [datasets] entry, else the one
+    under $ARGTUI_SHARED_DATA."""
     path = given or ctx.dataset_path(UKPCONV_DATASET)
     if path is None:
         raise ArgtuiError(
             "give the UKPConvArg1 release folder (holding UKPConvArg1Strict-CSV/ and UKPConvArg1-Ranking-CSV/) "
-            f"with --data PATH, or {UKPCONV_DATASET} = \"PATH\" under [datasets] in the config file"
+            f"with --data PATH, or {UKPCONV_DATASET} = \"PATH\" under [datasets] in the config file, or the folder "
+            f"holding it (as {RELEASE_FOLDERS[UKPCONV_DATASET]}/) in {SHARED_DATA_ENV}"
         )
     return Path(path).expanduser()
 
