@@ -1,11 +1,12 @@
 """Support by the argument base: the no-call shortcut respects negation, a turn's own arguments
 and quotes are never its evidence, claims the text never made are dropped, and a fact source
-(a JSONL of reference statements) can stand in for the argument base: from the CLI, the config
-and the Coach's path. Real tantivy indexes and SQLite files; the model is the fake server."""
+(a JSONL of reference statements, or an Elasticsearch index) can stand in for the argument base: from the CLI, the config
+and the Coach's path. Real tantivy indexes, a real osmem-server and SQLite files; the model is the fake server."""
 
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from engines.inspire.settings import InspireSettings
 from engines.judging.evaluate import judge_id
 from engines.judging.store import JudgmentStore
 from engines.llm.client import LLMClient
+from engines.retrieval.elastic import ElasticsearchRetriever, connect_elasticsearch
 from engines.retrieval.embedded import EmbeddedIndex, TantivyRetriever
 from engines.retrieval.types import Argument
 from engines.tasks.inspire import TASK, InspireOptions, file_items, turn_judgment
@@ -270,6 +272,28 @@ async def test_an_elasticsearch_fact_source_is_one_index_of_a_cluster_named_with
         await source.retriever.aclose()
     with pytest.raises(ArgtuiError, match="expected http"):
         await open_fact_source("http://127.0.0.1:9200/", no_base, tmp_path)
+
+
+async def test_claims_are_checked_against_a_real_elasticsearch_index(osmem_es):
+    """The fact source of an Elasticsearch index (an osmem-server here) decides as the embedded
+    one: a statement stating the claim supports it with no model call, a negated one is asked."""
+    url, node_class = osmem_es
+    stated = Argument(id="who-1", text="Measles vaccines prevent measles.", topic="vaccines")
+    retriever = ElasticsearchRetriever(connect_elasticsearch(url, node_class=node_class),
+                                       f"argtui-facts-{uuid.uuid4().hex[:10]}", url=url)
+    try:
+        await retriever.push([stated, NEGATED], 2)
+        with FakeServer([chat_reply("contradicted")]) as fake:
+            async with LLMClient(fake.profile()) as client:
+                supported, supported_usage = await judge_claim(client, retriever, "measles vaccines prevent measles")
+                negated, negated_usage = await judge_claim(client, retriever, "Vaccines cause autism")
+            asked = verdict_requests(fake)
+    finally:
+        await retriever.client.indices.delete(index=retriever.index)
+        await retriever.aclose()
+    assert (supported.verdict, supported.evidence_ids[0], supported_usage.calls) == ("supported", "who-1", 0)
+    assert (negated.verdict, negated_usage.calls) == ("contradicted", 1)
+    assert len(asked) == 1 and NEGATED.text in asked[0]
 
 
 async def test_the_configured_fact_source_and_its_content_are_part_of_the_judge(tmp_path):
