@@ -122,8 +122,18 @@ def test_the_points_offered_never_tie_or_contradict_the_winner():
 def test_a_reason_word_is_bounded_and_holds_no_quote_or_control_character():
     pattern = re.compile(reason_pattern([1, 2]))
     assert pattern.match("Turn 2: the bot's reply (on cost) was clear, and well-argued.")
-    for bad in ("Turn 2 " + "a" * 31, 'Turn 2 said "cheap"', "Turn 2 said\tso", "Turn 3 was weak", "turn 2"):
+    for bad in ("Turn 2 " + "a" * 31, 'Turn 2 said "cheap" and won', "Turn 2 said\tso and won it", "Turn 3 was weak here and lost",
+                "turn 2 was the one that won", "Turn 2", "Turn 2 won it"):
         assert not pattern.match(bad), bad
+
+
+def test_a_fix_is_a_few_plain_words_and_a_rewrite_changes_words_not_only_punctuation():
+    for fix in ("Turn 2", "Give an example, e.g. \"60 euros\" a year.", "Cite " + "sources " * 45):
+        with pytest.raises(ValidationError, match="fix"):
+            BallotAnswer.model_validate_json(answer(fix=fix))
+    with pytest.raises(ValidationError, match="rewrite_to repeats the words of rewrite_from"):
+        BallotAnswer.model_validate_json(answer(rewrite_to=MESSAGES[1].upper() + "\\}  \\{"))
+    assert BallotAnswer.model_validate_json(answer(rewrite_to="Uniforms save parents money.")).fix
 
 
 async def test_a_reason_citing_no_turn_or_too_long_is_asked_again_and_the_ballot_is_stored():

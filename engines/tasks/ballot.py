@@ -3,14 +3,15 @@
 An item is a stored debate (`--debate ID`; by default every ended one). The judge reads
 the transcript with its student turns numbered 1..n and each bot reply marked as the
 reply to its turn, beside what was measured of every turn: the Coach's InspireScore of
-each student message (`stored_message_scores`) and the latest Grice judgments of each reply. It answers in ONE call constrained to a JSON schema: the winner, a reason citing turns as
+each student message (`stored_message_scores`) and the latest Grice judgments of each reply.
+It answers in ONE call constrained to a JSON schema: the winner, a reason citing turns as
 "turn N", speaker points on the school-debate scale as one choice of "W to L" pairs (the
 winner's points, then the loser's, always lower: the schema offers no pair that contradicts
-the winner), a fix, and a rewrite of one of the student's own sentences (the schema offers only
-those). An answer that breaks a rule the schema cannot state (a reason too long or citing no
-turn of the debate, a rewrite that changes nothing) is asked again with another sampling
-(`structured_until_valid`). The strongest and weakest turns come from the stored
-InspireScores, never from the model.
+the winner), a fix of a few plain words, and a rewrite of one of the student's own sentences
+(the schema offers only those). An answer that breaks a rule the schema cannot state (a
+reason too long or citing no turn of the debate, a rewrite with the original's words) is
+asked again with another sampling (`structured_until_valid`). The strongest and weakest
+turns come from the stored InspireScores, never from the model.
 """
 
 from __future__ import annotations
@@ -53,9 +54,16 @@ POINT_STEPS = tuple(SPEAKER_POINTS[0] + POINT_STEP * n
 POINT_PAIRS = tuple(f"{winner:g} to {loser:g}" for winner in reversed(POINT_STEPS) for loser in reversed(POINT_STEPS)
                     if loser < winner)
 REASON_WORDS = 120
-REASON_WORD_CHARS = 30  # longer than any English word a reason needs
-REASON_CHARS = REASON_WORDS * 8  # the schema's bound; the words are counted when the answer is read
-FIX_CHARS = 300
+REASON_MIN_WORDS = 6  # "Turn 2" and a few words of why: "Turn 2" alone gives no reason
+WORD_CHARS = 30  # longer than any English word a ballot needs
+# A word of a reason or a fix: letters, digits and plain punctuation, bounded (see `reason_pattern`).
+WORD = rf"[A-Za-z0-9,.;:!?'()%/&-]{{1,{WORD_CHARS}}}"
+FIX_WORDS = (3, 40)
+FIX_PATTERN = rf"^{WORD}( {WORD}){{{FIX_WORDS[0] - 1},{FIX_WORDS[1] - 1}}}$"
+# The schemas' lengths admit every text their patterns do: a grammar made from a pattern follows
+# the pattern alone, and what it wrote must still validate.
+REASON_CHARS = REASON_WORDS * (WORD_CHARS + 1)
+FIX_CHARS = FIX_WORDS[1] * (WORD_CHARS + 1)
 REWRITE_CHARS = 400
 # The first attempt greedy, each further one sampled with a seed of its own (a new cache key).
 ATTEMPTS = (Sampling(temperature=0.0), Sampling(temperature=0.7, seed=1), Sampling(temperature=0.7, seed=2))
@@ -184,7 +192,7 @@ class BallotAnswer(BaseModel):
     winner: Literal["student", "bot"]
     reason: str = Field(min_length=1, max_length=REASON_CHARS)
     points: Literal[POINT_PAIRS]  # type: ignore[valid-type]
-    fix: str = Field(min_length=1, max_length=FIX_CHARS)
+    fix: str = Field(min_length=1, max_length=FIX_CHARS, pattern=FIX_PATTERN)
     rewrite_from: str
     rewrite_to: str = Field(min_length=1, max_length=REWRITE_CHARS)
 
@@ -198,14 +206,19 @@ class BallotAnswer(BaseModel):
 
     @model_validator(mode="after")
     def _rewritten(self) -> BallotAnswer:
-        if " ".join(self.rewrite_to.split()).casefold() == " ".join(self.rewrite_from.split()).casefold():
-            raise ValueError("rewrite_to repeats rewrite_from")
+        if words_of(self.rewrite_to) == words_of(self.rewrite_from):
+            raise ValueError("rewrite_to repeats the words of rewrite_from")
         return self
 
     def side_points(self) -> tuple[float, float]:
         """The student's and the bot's speaker points."""
         winner, loser = (float(points) for points in self.points.split(" to "))
         return (winner, loser) if self.winner == "student" else (loser, winner)
+
+
+def words_of(text: str) -> list[str]:
+    """The words of a sentence, in order, without case or punctuation."""
+    return re.findall(r"\w+", text.casefold())
 
 
 def answer_model(transcript: DebateTranscript) -> type[BallotAnswer]:
@@ -229,13 +242,13 @@ def answer_model(transcript: DebateTranscript) -> type[BallotAnswer]:
 
 
 def reason_pattern(numbers: Sequence[int]) -> str:
-    """A reason that starts with the turn that decided it ("Turn 2: …") and has at most
-    REASON_WORDS words of at most REASON_WORD_CHARS characters: what a constraining backend can
+    """A reason that starts with the turn that decided it ("Turn 2: …") and has REASON_MIN_WORDS
+    to REASON_WORDS words of at most WORD_CHARS characters: what a constraining backend can
     write at all (a word without a bound let a small model write one for thousands of tokens).
     Its words are letters, digits and plain punctuation: no quote, backslash or control
     character, which a grammar made from a pattern would write into the JSON unescaped."""
     turns = "|".join(str(number) for number in numbers)
-    return rf"^Turn ({turns})[,.:;]?( [A-Za-z0-9,.;:!?'()%/&-]{{1,{REASON_WORD_CHARS}}}){{0,{REASON_WORDS - 2}}}$"
+    return rf"^Turn ({turns})[,.:;]?( {WORD}){{{REASON_MIN_WORDS - 2},{REASON_WORDS - 2}}}$"
 
 
 def _marks(transcript: DebateTranscript) -> tuple[TurnMark | None, TurnMark | None]:
