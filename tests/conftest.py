@@ -11,6 +11,7 @@ from typing import Iterator
 
 import pytest
 
+from engines.datasets.shared import SHARED_DATA_ENV
 from engines.llm.embedded import EMBEDDED_MODEL_NAME, embedded_server
 from engines.llm.profile import BackendProfile
 from engines.llm.servers import ManagedServer
@@ -36,7 +37,7 @@ def write_rad_debates(path: Path, debates: int = 2) -> Path:
 
 
 def shared_data_dir() -> Path:
-    return Path(os.environ.get("ARGTUI_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
+    return Path(os.environ.get(SHARED_DATA_ENV, REPO_ROOT.parent / "shared" / "data"))
 
 
 @pytest.fixture(autouse=True)

@@ -116,8 +116,9 @@ def _eval(task: Task, args) -> int:
         if args.json:
             print(json.dumps({"task": task.name, "results": [report.data]}, indent=2, default=str))
         else:
-            output_console().print(Text.assemble((report.title, "bold")))
-            print_report(output_console(), report)
+            console = output_console()
+            console.print(Text.assemble((report.title, "bold")))
+            print_report(console, report)
         return 0
     if args.export_requests:
         return run_with_runtime(lambda runtime: _export_requests(runtime, task, variants, options, args))

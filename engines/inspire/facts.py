@@ -151,21 +151,22 @@ def sentences(passage: str) -> list[str]:
 def states_word_for_word(passage: str, claim: str) -> bool:
     """Whether a whole sentence of the passage is the claim, letter case, spacing and punctuation
     aside: words inside a longer sentence may be negated or qualified by the rest of it."""
-    words = _words(claim)
-    return words.strip() != "" and any(_words(sentence) == words for sentence in sentences(passage))
+    words = plain_words(claim)
+    return words.strip() != "" and any(plain_words(sentence) == words for sentence in sentences(passage))
 
 
 def quotes(text: str, passage: str) -> bool:
     """Whether `text` repeats a sentence of the passage of `QUOTE_MIN_WORDS` words or more."""
-    said = _words(text)
+    said = plain_words(text)
     return any(
         len(words.split()) >= QUOTE_MIN_WORDS and words in said
-        for words in map(_words, sentences(passage))
+        for words in map(plain_words, sentences(passage))
     )
 
 
-def _words(text: str) -> str:
-    # Framed by spaces, so containment is of whole words.
+def plain_words(text: str) -> str:
+    """The text's words, lower case, punctuation dropped: two texts with the same words compare
+    equal. Framed by spaces, so containment is of whole words."""
     return " " + " ".join("".join(ch if ch.isalnum() else " " for ch in text.lower()).split()) + " "
 
 

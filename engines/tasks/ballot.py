@@ -27,6 +27,7 @@ from engines.debate.levels import tiny_model
 from engines.debate.messages import count_words
 from engines.debate.records import DebateRecords, StoredTurn
 from engines.errors import ArgtuiError
+from engines.inspire.facts import plain_words
 from engines.inspire.score import DIMENSION_TITLES, InspireScore
 from engines.judging.evaluate import run_task
 from engines.judging.options import OptionInfo, TaskOptions
@@ -206,7 +207,7 @@ class BallotAnswer(BaseModel):
 
     @model_validator(mode="after")
     def _rewritten(self) -> BallotAnswer:
-        if words_of(self.rewrite_to) == words_of(self.rewrite_from):
+        if plain_words(self.rewrite_to) == plain_words(self.rewrite_from):
             raise ValueError("rewrite_to repeats the words of rewrite_from")
         return self
 
@@ -214,11 +215,6 @@ class BallotAnswer(BaseModel):
         """The student's and the bot's speaker points."""
         winner, loser = (float(points) for points in self.points.split(" to "))
         return (winner, loser) if self.winner == "student" else (loser, winner)
-
-
-def words_of(text: str) -> list[str]:
-    """The words of a sentence, in order, without case or punctuation."""
-    return re.findall(r"\w+", text.casefold())
 
 
 def answer_model(transcript: DebateTranscript) -> type[BallotAnswer]:
