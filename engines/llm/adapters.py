@@ -26,6 +26,14 @@ class Choice:
 Constraint = dict | Choice
 
 
+def json_schema_format(fields: Constraint | None) -> dict:
+    """The `json_schema` member of request fields that constrain an answer to a JSON schema
+    (its `name` and `schema`); empty for any other fields."""
+    response_format = fields.get("response_format") if isinstance(fields, dict) else None
+    json_schema = response_format.get("json_schema") if isinstance(response_format, dict) else None
+    return json_schema if isinstance(json_schema, dict) else {}
+
+
 def gbnf_choice(labels: Sequence[str]) -> str:
     """A llama.cpp grammar that admits exactly one of the labels."""
     return "root ::= " + " | ".join(json.dumps(label) for label in labels)

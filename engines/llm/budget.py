@@ -25,11 +25,14 @@ from __future__ import annotations
 
 import json
 import math
+import re
+from functools import cache
 
 from pydantic import BaseModel
 
 CHARS_PER_TOKEN = 2.5  # English JSON runs at 3.5–4.5 characters per token; a small model's odd words fewer
-UNBOUNDED_STRING_CHARS = 1000  # a string field without maxLength
+UNBOUNDED_STRING_CHARS = 1000  # a string field without maxLength or a bounded pattern
+MAX_PATTERN_CHARS = 100_000  # a pattern's width past this is an unbounded repeat (`+`, `*`)
 SCALAR_CHARS = {"integer": 20, "number": 24, "boolean": 5, "null": 4}
 SPACING_CHARS = 5  # per member, item and closing bracket: the whitespace an indented answer puts before it
 ESCAPED_CHAR_CHARS = 6  # a free-string character written as a \uXXXX escape
@@ -63,8 +66,29 @@ def max_json_chars(schema: dict, definitions: dict | None = None, *, string_char
         count = items if items is not None else 8
         return 2 + SPACING_CHARS + count * (item + 1 + SPACING_CHARS)
     if kind == "string":
-        return 2 + string_char_chars * schema.get("maxLength", UNBOUNDED_STRING_CHARS)
+        return 2 + string_char_chars * string_chars(schema)
     return SCALAR_CHARS.get(kind, UNBOUNDED_STRING_CHARS)
+
+
+def string_chars(schema: dict) -> int:
+    """The longest string a string schema admits: its `maxLength`, else the most its `pattern`
+    matches (a patterned string carries no length bound of its own: vLLM's grammar engines
+    refuse the two together), else `UNBOUNDED_STRING_CHARS`."""
+    if "maxLength" in schema:
+        return schema["maxLength"]
+    pattern = schema.get("pattern")
+    return pattern_chars(pattern) if isinstance(pattern, str) else UNBOUNDED_STRING_CHARS
+
+
+@cache
+def pattern_chars(pattern: str) -> int:
+    """The most characters a string matching `pattern` has (`UNBOUNDED_STRING_CHARS` for an
+    unbounded one), from the regex parser's own width of the pattern."""
+    try:
+        widest = re._parser.parse(pattern).getwidth()[1]  # the parser `re.compile` uses
+    except (re.error, RecursionError, OverflowError):
+        return UNBOUNDED_STRING_CHARS
+    return widest if widest <= MAX_PATTERN_CHARS else UNBOUNDED_STRING_CHARS
 
 
 def max_tokens_for(model_cls: type[BaseModel]) -> int:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Generic, Sequence, TypeVar
 
 from pydantic import BaseModel
 
-from engines.llm.adapters import Constraint
+from engines.llm.adapters import Constraint, json_schema_format
 from engines.llm.budget import schema_tokens, worst_case_tokens
 from engines.llm.json_reader import UnreadableJSON, read_json
 from engines.llm.profile import Sampling
@@ -50,9 +50,7 @@ def larger_cap(sampling: Sampling, constraint: Constraint) -> Sampling | None:
     JSON schema `constraint` holds; None when it holds none, or `sampling` asks for no cap, for
     a cap below the schema's own budget (a limit the user chose: the cut is what they asked
     for) or already for the worst case."""
-    response_format = constraint.get("response_format") if isinstance(constraint, dict) else None
-    json_schema = response_format.get("json_schema") if isinstance(response_format, dict) else None
-    schema = json_schema.get("schema") if isinstance(json_schema, dict) else None
+    schema = json_schema_format(constraint).get("schema")
     if not isinstance(schema, dict) or sampling.max_tokens is None or sampling.max_tokens < schema_tokens(schema):
         return None
     worst = worst_case_tokens(schema)

@@ -61,10 +61,9 @@ WORD_CHARS = 30  # longer than any English word a ballot needs
 WORD = rf"[A-Za-z0-9,.;:!?'()%/&-]{{1,{WORD_CHARS}}}"
 FIX_WORDS = (3, 40)
 FIX_PATTERN = rf"^{WORD}( {WORD}){{{FIX_WORDS[0] - 1},{FIX_WORDS[1] - 1}}}$"
-# The schemas' lengths admit every text their patterns do: a grammar made from a pattern follows
-# the pattern alone, and what it wrote must still validate.
-REASON_CHARS = REASON_WORDS * (WORD_CHARS + 1)
-FIX_CHARS = FIX_WORDS[1] * (WORD_CHARS + 1)
+# A patterned string has no length bound beside its pattern, which bounds it: vLLM's grammar
+# engines refuse the two together (llguidance cannot intersect them, xgrammar drops the bound).
+REASON_CHARS = REASON_WORDS * (WORD_CHARS + 1)  # the unpatterned reason of the base model
 REWRITE_CHARS = 400
 # The first attempt greedy, each further one sampled with a seed of its own (a new cache key).
 ATTEMPTS = (Sampling(temperature=0.0), Sampling(temperature=0.7, seed=1), Sampling(temperature=0.7, seed=2))
@@ -193,7 +192,7 @@ class BallotAnswer(BaseModel):
     winner: Literal["student", "bot"]
     reason: str = Field(min_length=1, max_length=REASON_CHARS)
     points: Literal[POINT_PAIRS]  # type: ignore[valid-type]
-    fix: str = Field(min_length=1, max_length=FIX_CHARS, pattern=FIX_PATTERN)
+    fix: str = Field(pattern=FIX_PATTERN)
     rewrite_from: str
     rewrite_to: str = Field(min_length=1, max_length=REWRITE_CHARS)
 
@@ -232,7 +231,7 @@ def answer_model(transcript: DebateTranscript) -> type[BallotAnswer]:
     return create_model(
         "BallotAnswer", __base__=BallotAnswer,
         __validators__={"cites_turns": field_validator("reason")(cites_turns)},
-        reason=(str, Field(min_length=1, max_length=REASON_CHARS, pattern=reason_pattern(sorted(numbers)))),
+        reason=(str, Field(pattern=reason_pattern(sorted(numbers)))),
         rewrite_from=(Literal[sentences], ...),  # type: ignore[valid-type]
     )
 
