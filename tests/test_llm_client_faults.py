@@ -15,10 +15,11 @@ from pydantic import BaseModel
 from engines.llm.adapters import gbnf_choice, parse_label
 from engines.llm.client import LLMClient
 from engines.llm.parsing import label_distribution
-from engines.llm.profile import BackendProfile
+from engines.llm.profile import BackendProfile, Sampling
 from engines.llm.servers import free_loopback_port
 from engines.llm.status import probe
 from engines.llm.types import BackendError, Completion, TextDelta, TokenLogprob, Usage
+from store.llm_cache import ResponseCache
 from fakes import FakeServer, Reply, chat_reply, disconnect, error_reply, stream_reply
 
 MESSAGES = [{"role": "user", "content": "hi"}]
@@ -235,7 +236,7 @@ def test_label_distribution_from_top_logprobs_after_a_json_prefix():
         for t in tokens
     )
     completion = Completion(text, "stop", Usage(), entries)
-    dist = label_distribution(["A", "B", "Tie"], completion, text.find("Tie"))
+    dist = label_distribution(["A", "B", "Tie"], completion, "Tie", text.find("Tie"), greedy=True).distribution
     assert max(dist, key=dist.get) == "Tie"
     assert abs(sum(dist.values()) - 1) < 1e-12
     assert dist["A"] > dist["B"] > 0
@@ -302,3 +303,44 @@ async def test_a_trickling_server_cannot_hold_a_call_past_its_deadline():
                 await client.chat([{"role": "user", "content": "hi"}])
             assert time.perf_counter() - started < 4
         assert len(fake.bodies) == 1
+
+
+async def test_a_server_that_dies_after_a_500_is_named_as_dead():
+    """vLLM's engine dies on a request it cannot compute: a 500 naming it, then no server at all.
+    The error names the 500 and the death, not only the refused connections that followed."""
+    engine_dead = "EngineCore encountered an issue. See stack trace (above) for the root cause."
+    fake = FakeServer([error_reply(500, engine_dead, {"Retry-After": "1"})]).__enter__()
+    try:
+        async with client_for(fake, kind="vllm", retries=3) as client:
+            asking = asyncio.ensure_future(client.chat(MESSAGES))
+            while not fake.bodies:
+                await asyncio.sleep(0.01)
+            await asyncio.to_thread(fake.__exit__, None, None, None)  # the server goes, as vLLM's did
+            with pytest.raises(BackendError) as caught:
+                await asking
+    finally:
+        fake.__exit__(None, None, None)
+    message = str(caught.value)
+    assert "the vLLM engine died: HTTP 500" in message and engine_dead in message, message
+    assert "ConnectError" in message and "see the server's log" in message
+    assert caught.value.status == 500
+
+
+async def test_a_server_error_and_a_living_server_is_no_death(fake_server):
+    fake_server.answer = [error_reply(503, "overloaded"), disconnect()]
+    async with client_for(fake_server, retries=1) as client:
+        with pytest.raises(BackendError) as caught:
+            await client.chat(MESSAGES)
+    assert "died" not in str(caught.value)
+
+
+async def test_a_profile_that_sends_no_seed_keeps_seeded_attempts_apart(fake_server, db):
+    """vLLM's CPU build dies on concurrent seeded requests: such a profile sends none, and the
+    seeds still key the cache, so a second attempt is asked, not given the first one's answer."""
+    fake_server.answer = [chat_reply("first"), chat_reply("second")]
+    cache = ResponseCache(db)
+    async with LLMClient(fake_server.profile(kind="vllm", send_seed=False), cache, backoff_base_s=0) as client:
+        first = await client.chat(MESSAGES, Sampling(temperature=0.7, seed=1))
+        second = await client.chat(MESSAGES, Sampling(temperature=0.7, seed=2))
+    assert (first.text, second.text) == ("first", "second")
+    assert [("seed" in body) for body in fake_server.bodies] == [False, False]

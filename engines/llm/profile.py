@@ -49,6 +49,9 @@ class BackendProfile(BaseModel):
     api_key_env: str | None = None
     max_concurrency: int = Field(default=16, ge=1, le=4096)
     timeout_s: float = Field(default=120.0, gt=0)
+    # Tokens per second of one answer, as `argtui config use` measured the server: a run's first
+    # calls get the deadline their token budget needs at it (engines/llm/deadlines.py).
+    tokens_per_s: float | None = Field(default=None, gt=0)
     retries: int = Field(default=3, ge=0, le=20)
     sampling: Sampling = Field(default_factory=Sampling)
     embedded: bool = False  # the bundled tiny model: its judgments are for demonstration only
@@ -60,6 +63,9 @@ class BackendProfile(BaseModel):
     # The HTTP library of non-streamed requests (streams always go through httpx): aiohttp costs
     # a batch run's client about half httpx's CPU per request; "httpx" stays selectable.
     transport: Literal["httpx", "aiohttp"] = "aiohttp"
+    # False: requests go without their seed. vLLM's CPU build dies on concurrent seeded requests
+    # ("CPU Generator does not use offset"); its answers are then not reproducible by seed.
+    send_seed: bool = True
 
     @field_validator("base_urls")
     @classmethod

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import math
+import re
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator, Callable, NoReturn
 
@@ -21,7 +22,7 @@ from httpx_sse import SSEError, aconnect_sse
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
 from tenacity.wait import wait_random_exponential
 
-from engines.llm.adapters import ADAPTERS, OpenAIAdapter
+from engines.llm.adapters import ADAPTERS, OpenAIAdapter, json_schema_format
 from engines.llm.deadlines import GenerationSpeed
 from engines.llm.json_reader import UnreadableJSON, read_json
 from engines.llm.parsing import SHAPE_ERRORS, error_text, stream_event
@@ -123,11 +124,17 @@ class AiohttpTransport:
 
 
 class RetryableStatus(BackendError):
-    """An error status the adapter retries; `retry_after_s` is the server's Retry-After."""
+    """An error status the adapter retries; `retry_after_s` is the server's Retry-After,
+    `detail` what the server said."""
 
     def __init__(self, profile: str, url: str, message: str, status: int, retry_after_s: float | None):
         super().__init__(profile, url, message, status)
+        self.detail = message
         self.retry_after_s = retry_after_s
+
+
+# What vLLM answers while, and after, its engine process dies (its 500s' text and its log's error).
+ENGINE_DIED = re.compile(r"EngineDeadError|EngineCore encountered|engine (?:core )?(?:is )?dead", re.IGNORECASE)
 
 
 RETRIED = (httpx.TransportError, RetryableStatus)  # what is worth another attempt
@@ -139,6 +146,9 @@ def retry_after_s(response: httpx.Response) -> float | None:
         return max(0.0, float(response.headers["retry-after"]))
     except (KeyError, ValueError):
         return None
+
+
+REFUSED_REQUEST_STATUSES = frozenset({400, 422})  # the request itself is wrong: asking again cannot help
 
 
 class Transport:
@@ -197,12 +207,20 @@ class Transport:
     def _retrying(self, url: str) -> AsyncRetrying:
         """Up to `profile.retries` more attempts after a timeout, a connection error or a
         status the adapter names, waiting as Retry-After says or with jittered backoff."""
+        server_errors: list[RetryableStatus] = []  # this call's, to name a server that then went away
+
+        def before_sleep(state: RetryCallState) -> None:
+            self.accounting.retries += 1
+            error = state.outcome.exception()
+            if isinstance(error, RetryableStatus) and error.status is not None and error.status >= 500:
+                server_errors.append(error)
+
         return AsyncRetrying(
             stop=stop_after_attempt(self.profile.retries + 1),
             wait=self._wait,
             retry=retry_if_exception_type(RETRIED),
-            before_sleep=self._count_retry,
-            retry_error_callback=lambda state: self._give_up(url, state),
+            before_sleep=before_sleep,
+            retry_error_callback=lambda state: self._give_up(url, state, server_errors),
         )
 
     def _wait(self, state: RetryCallState) -> float:
@@ -211,11 +229,17 @@ class Transport:
             return min(BACKOFF_MAX_S, error.retry_after_s)
         return self._backoff(state)
 
-    def _count_retry(self, state: RetryCallState) -> None:
-        self.accounting.retries += 1
-
-    def _give_up(self, url: str, state: RetryCallState) -> NoReturn:
+    def _give_up(self, url: str, state: RetryCallState, server_errors: list[RetryableStatus]) -> NoReturn:
         error = state.outcome.exception()
+        last = error if isinstance(error, RetryableStatus) else server_errors[-1] if server_errors else None
+        if last is not None and (isinstance(error, httpx.ConnectError) or ENGINE_DIED.search(str(last))):
+            # A server error, then no server listening (or its own word that its engine is dead): it died.
+            what = "the vLLM engine died" if ENGINE_DIED.search(str(last)) else "the server died"
+            raise self._error(
+                url, f"{what}: HTTP {last.status} {last.detail}"
+                + (f", then {type(error).__name__}: {str(error) or 'no detail'}" if error is not last else "")
+                + "; see the server's log", last.status,
+            ) from error
         if isinstance(error, BackendError):
             raise error
         raise self._error(
@@ -223,8 +247,9 @@ class Transport:
             f"{type(error).__name__} after {state.attempt_number} attempts: {str(error) or 'no detail'}",
         ) from error
 
-    def _check_status(self, response: httpx.Response, url: str) -> None:
-        """Raise for an error status; one worth retrying carries the server's Retry-After."""
+    def _check_status(self, response: httpx.Response, url: str, body: dict | None) -> None:
+        """Raise for an error status; one worth retrying carries the server's Retry-After. A
+        request refused with its answer's schema is named by the schema's name."""
         if response.status_code < 400:
             return
         # While the kind is being detected, statuses are judged as for any OpenAI-compatible server.
@@ -233,7 +258,20 @@ class Transport:
             raise RetryableStatus(
                 self.profile.name, url, error_text(response), response.status_code, retry_after_s(response)
             )
+        schema = json_schema_format(body).get("name")
+        if isinstance(schema, str) and response.status_code in REFUSED_REQUEST_STATUSES:
+            raise self._error(
+                url, f"refused the answer schema {schema!r} (its grammar engine cannot compile it): "
+                f"{error_text(response)}", response.status_code,
+            )
         raise self._error(url, error_text(response), response.status_code)
+
+    def _sent(self, body: dict) -> dict:
+        """The request as it goes out: without its seed where the profile sends none (the seed
+        still tells apart the response cache's keys, made from the request before this)."""
+        if self.profile.send_seed or "seed" not in body:
+            return body
+        return {name: value for name, value in body.items() if name != "seed"}
 
     async def request(self, method: str, url: str, body: dict | None) -> tuple[dict, float]:
         """One HTTP call (with retries) answered by a JSON object, and the seconds it took."""
@@ -260,7 +298,7 @@ class Transport:
             budget = None if body is None else body.get("max_tokens")
             try:
                 async with self.speed.deadline(budget, lambda: self._generated_per_call(url)) as deadline:
-                    content = None if body is None else orjson.dumps(body)
+                    content = None if body is None else orjson.dumps(self._sent(body))
                     if self._aiohttp is not None:
                         response = await self._aiohttp.request(method, url, content)
                     else:
@@ -269,12 +307,17 @@ class Transport:
                             timeout=self._answer_timeout,
                         )
             except TimeoutError:
-                # Not re-sent: the server has the request and may still be working on it.
+                # Not re-sent: the server has the request and may still be working on it. An answer
+                # being computed may come with more time; a listing or an identity does not.
+                longer = "" if body is None else (
+                    f"; to wait longer, raise timeout_s in [backends.{self.profile.name}] of the config file "
+                    "(argtui config path prints where it is)"
+                )
                 raise self._error(
                     url, f"no answer within {deadline}; "
-                    "the request was not sent again, since the server may still be computing it",
+                    f"the request was not sent again, since the server may still be computing it{longer}",
                 ) from None
-        self._check_status(response, url)
+        self._check_status(response, url, body)
         try:
             data = read_json(response.content)
         except UnreadableJSON as exc:
@@ -310,10 +353,10 @@ class Transport:
                 finish_reason = None
                 counts = (0, 0, 0)  # prompt, completion and prompt-cache tokens, from the usage event
                 self.accounting.count_request()
-                async with self._slot() as http, aconnect_sse(http, "POST", url, json=body) as source:
+                async with self._slot() as http, aconnect_sse(http, "POST", url, json=self._sent(body)) as source:
                     if source.response.status_code >= 400:
                         await source.response.aread()
-                        self._check_status(source.response, url)
+                        self._check_status(source.response, url, body)
                     try:
                         async for event in source.aiter_sse():
                             if event.data == "[DONE]":
