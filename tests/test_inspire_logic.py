@@ -23,8 +23,12 @@ from engines.inspire.explain import derivation_formula, derivation_sentence, ver
 from engines.inspire.logic import (
     FORMULA_MAX_CHARS,
     GRAMMAR,
+    LINE_FORMULA_MAX_CHARS,
+    LINE_MAX_PREMISES,
     LOGIC_PROMPT,
+    MAX_FACTS,
     MAX_PREMISES,
+    TOO_LARGE,
     Atom,
     Binary,
     CounterModel,
@@ -36,6 +40,7 @@ from engines.inspire.logic import (
     Not,
     Quantified,
     Status,
+    WrittenDerivation,
     check_derivation,
     check_derivations,
     check_line,
@@ -434,9 +439,9 @@ def test_a_conclusion_that_restates_a_premise_is_circular():
 
 
 def test_a_derivation_line_gives_its_premises_and_conclusion():
-    assert parse_derivation_line("A -> B ; A |- B") == Derivation(premises=["A -> B", "A"], conclusion="B")
-    assert parse_derivation_line("  A⊢B ") == Derivation(premises=["A"], conclusion="B")
-    assert parse_derivation_line("|- P | ~P") == Derivation(premises=[], conclusion="P | ~P")
+    assert parse_derivation_line("A -> B ; A |- B") == WrittenDerivation(premises=("A -> B", "A"), conclusion="B")
+    assert parse_derivation_line("  A⊢B ") == WrittenDerivation(premises=("A",), conclusion="B")
+    assert parse_derivation_line("|- P | ~P") == WrittenDerivation(premises=(), conclusion="P | ~P")
     with pytest.raises(FormulaError, match="no turnstile"):
         parse_derivation_line("A ; B", "line 3")
 
@@ -447,6 +452,54 @@ def test_a_line_that_does_not_parse_is_unparsed_at_its_column_in_the_line():
     assert check_line(" P ;; Q |- R", 1).error.startswith("1:5: premise 2: the formula is empty")
     assert check_line("P |- Q |- R", 4).error.startswith("4:8: a second turnstile")
     assert check_line("P ; Q", 5).verdict == "unparsed"
+
+
+def test_a_line_is_bounded_by_a_persons_limits_not_the_models_schema():
+    six = " ; ".join(f"P{i}" for i in range(6)) + " ; " + "X" * (FORMULA_MAX_CHARS + 40) + " |- P0"
+    assert 6 > MAX_PREMISES and LINE_MAX_PREMISES >= 7
+    assert check_line(six, 3).verdict == "circular"  # over the model's bounds, within a person's: checked
+    many = " ; ".join(f"P{i}" for i in range(LINE_MAX_PREMISES + 1)) + " |- Q"
+    over = check_line(many, 9)
+    column = many.index(f"P{LINE_MAX_PREMISES}") + 1
+    assert over.verdict == "unparsed"
+    assert over.error == f"9:{column}: {LINE_MAX_PREMISES + 1} premises; a line may have at most {LINE_MAX_PREMISES}"
+    long = "Q ; " + "~" * LINE_FORMULA_MAX_CHARS + "P |- Q"
+    assert check_line(long, 2).error == (f"2:5: premise 2 has {LINE_FORMULA_MAX_CHARS + 1} characters; "
+                                         f"a formula may have at most {LINE_FORMULA_MAX_CHARS}")
+    deepest = "~" * (LINE_FORMULA_MAX_CHARS - 1) + "P"  # the deepest nesting a line admits is checked, not a crash
+    assert check_line(f"{deepest} |- {deepest}", 1).verdict == "circular"
+    assert check_line(f"P |- {deepest}", 1).verdict == "invalid"
+    with pytest.raises(FormulaError, match="a line may have at most"):
+        parse_derivation_line(many, "your derivation")
+
+
+def test_check_lines_gives_each_verdict_before_reading_the_next_line():
+    def lines():
+        yield "P |- P"
+        raise AssertionError("the second line was read before the first verdict was given")
+
+    assert next(check_lines(lines())).verdict == "circular"
+
+
+# Four constants told apart by A and B, and a predicate of many arguments: 4^arity ground atoms.
+TOLD_APART = "A(a) & B(a) & A(b) & ~B(b) & ~A(c) & B(c) & ~A(d) & ~B(d)"
+
+
+@pytest.mark.parametrize("arity", [6, 40])
+def test_a_counter_model_with_too_many_facts_is_not_built_and_says_so(arity):
+    arguments = ", ".join("abcd"[i % 4] for i in range(arity))
+    result = check([TOLD_APART, f"P({arguments})"], "Q")
+    assert 4 ** arity + 9 > MAX_FACTS
+    assert result.status == "invalid" and result.counter_model is None
+    assert result.error.startswith(f"{TOO_LARGE} ({4 ** arity + 9:,} facts over 4 entities; at most {MAX_FACTS}")
+    line = check_line(f"{TOLD_APART} ; P({arguments}) |- Q", 4)
+    assert line.verdict == "invalid" and line.error.startswith(TOO_LARGE)
+
+
+def test_a_counter_model_within_the_bound_is_still_shown():
+    result = check([TOLD_APART, "P(a, b, c)"], "Q")  # 64 + 9 facts
+    assert result.status == "invalid" and result.error is None
+    assert len(result.counter_model.true) + len(result.counter_model.false) == 4 ** 3 + 9
 
 
 def test_check_lines_skips_blank_lines_and_comments_and_numbers_the_rest_as_in_the_file():

@@ -90,3 +90,41 @@ def test_a_terminal_escape_in_a_line_is_unparsed_and_escaped_in_json(tmp_path):
     [row] = json.loads(result.stdout)
     assert row["verdict"] == "unparsed" and row["text"] == "P \x1b]0;title\x07|- P"
     assert row["error"].startswith("1:3: premise 1: unexpected character '\\x1b'")
+
+
+def test_long_lines_get_their_verdicts_and_a_line_over_the_limits_is_reported_at_its_line(tmp_path):
+    from engines.inspire.logic import LINE_MAX_PREMISES, TOO_LARGE
+
+    six = " ; ".join(f"Step{i} -> Step{i + 1}" for i in range(5)) + " ; Step0 |- Step5"
+    long_formula = " & ".join(f"Fact{i}" for i in range(27)) + " |- Fact26"  # 229 characters: over the model's 160
+    too_many = " ; ".join(f"P{i}" for i in range(LINE_MAX_PREMISES + 8)) + " |- Q"
+    wide = "A(a) & B(a) & A(b) & ~B(b) & ~A(c) & B(c) & ~A(d) & ~B(d) ; P(" + ", ".join("abcd" * 10) + ") |- Q"
+    path = tmp_path / "long.txt"
+    path.write_text("\n".join([six, long_formula, too_many, wide, "P |- P"]) + "\n", encoding="utf-8")
+    result = run_argtui("logic", "check", str(path))
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[:2] == ["1: valid", "2: valid"]
+    assert lines[2].startswith("3: unparsed: 3:")
+    assert f"{LINE_MAX_PREMISES + 8} premises; a line may have at most {LINE_MAX_PREMISES}" in lines[2]
+    assert lines[3].startswith(f"4: invalid: {TOO_LARGE}")
+    assert lines[4] == "5: circular"
+    rows = json.loads(run_argtui("logic", "check", str(path), "--json").stdout)
+    assert [row["verdict"] for row in rows] == ["valid", "valid", "unparsed", "invalid", "circular"]
+
+
+def test_each_verdict_is_printed_as_it_is_decided(tmp_path):
+    # Each line after the first keeps z3 busy until its time limit: the first verdict is out long before.
+    slow = ("forall x. exists y. Less(x, y) ; forall x y z. Less(x, y) & Less(y, z) -> Less(x, z) ; "
+            "forall x. ~Less(x, x) |- Unrelated")
+    path = tmp_path / "slow.txt"
+    path.write_text("\n".join(["P |- P", *[slow] * 5]) + "\n", encoding="utf-8")
+    child = subprocess.Popen([sys.executable, "-m", "argtui", "logic", "check", str(path)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline() == "1: circular\n"
+        assert child.poll() is None  # still checking the slow lines
+        rest, _ = child.communicate(timeout=120)
+    finally:
+        child.kill()
+    assert [line.split(": ")[:2] for line in rest.splitlines()] == [[str(n), "timeout"] for n in range(2, 7)]

@@ -26,16 +26,34 @@ def register(subparsers) -> None:
 
 def _check(args) -> int:
     from engines.inspire.logic import check_lines
-    from engines.terminal_text import print_data
 
+    # Each verdict is printed as soon as it is decided: a long file shows its progress line by line.
     results = check_lines(_lines(args.file))
     if args.json:
-        print_data(json.dumps([result.model_dump(mode="json") for result in results], indent=2, ensure_ascii=False))
+        _print_json(results)
         return 0
     for result in results:
         detail = result.counter_model.sentence() if result.counter_model else result.error
-        print_data(f"{result.line}: {result.verdict}" + (f": {detail}" if detail else ""))
+        _print_now(f"{result.line}: {result.verdict}" + (f": {detail}" if detail else ""))
     return 0
+
+
+def _print_json(results) -> None:
+    """A JSON list of the results, one object printed as each is decided."""
+    import textwrap
+
+    _print_now("[", end="")
+    for number, result in enumerate(results):
+        row = json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False)
+        _print_now(("," if number else "") + "\n" + textwrap.indent(row, "  "), end="")
+    _print_now("\n]")
+
+
+def _print_now(text: str, end: str = "\n") -> None:
+    from engines.terminal_text import print_data
+
+    print_data(text, end=end)
+    sys.stdout.flush()
 
 
 def _lines(file: str | None) -> list[str]:

@@ -11,7 +11,9 @@ this order:
   entail anything (ex falso): not a sound step, whatever the conclusion.
 * ``valid``: the premises entail the conclusion (premises ∧ ¬conclusion is unsatisfiable).
 * ``invalid``: they do not; the check carries a `CounterModel`, a world read from z3's model in
-  which every premise holds and the conclusion fails.
+  which every premise holds and the conclusion fails. Its facts are counted before they are read
+  (entitiesᵃʳⁱᵗʸ per predicate): over `MAX_FACTS`, or not read within the check's time limit, there
+  is none and the error says ``counter-model too large to show``.
 * ``timeout``: z3 could not decide in time, or at all (``unknown``).
 
 S_LV (`logical_validity`) is the share of valid derivations among the measured ones (valid,
@@ -63,9 +65,13 @@ N or the conclusion), the line and column, and what was expected there. `formula
 a syntax tree back in one of three styles (ASCII, Unicode, ASCII with dots); each parses back
 to the same tree.
 
-A derivation on one line of text (`argtui logic check`): ``premise ; premise |- conclusion``
-(``⊢`` for ``|-``; no premise: ``|- conclusion``); `check_lines` checks a file of them, blank
-lines and ``#`` comments skipped, and places a parse error at its line and column in the file.
+A derivation on one line of text (`argtui logic check`, a drill's answer): ``premise ; premise
+|- conclusion`` (``⊢`` for ``|-``; no premise: ``|- conclusion``), parsed into a
+`WrittenDerivation`: what a person writes is bounded by its own limits (`LINE_MAX_PREMISES`
+premises, `LINE_FORMULA_MAX_CHARS` characters a formula), not by the model's answer schema, and
+a line over them is an error at its line and column like a parse error. `check_lines` checks a
+file of them one at a time as it is read, blank lines and ``#`` comments skipped, and places a
+parse error at its line and column in the file.
 
 The solver: z3 over one uninterpreted sort ``Entity`` (non-empty), each predicate a function
 from ``Entity``ⁿ to Bool. Each check gets its own z3 context, so checks may run in threads at
@@ -75,10 +81,11 @@ once (`check_derivations` runs them off the event loop), and a time limit (z3's 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import re
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Iterable, Literal, Sequence
+from typing import Iterable, Iterator, Literal, Sequence
 
 import z3
 from lark import Lark, Token, Transformer
@@ -103,14 +110,24 @@ from engines.timing import Stopwatch
 
 __all__ = [
     "FORMULA_MAX_CHARS", "LOGIC_PROMPT", "MAX_DERIVATIONS", "MAX_PREMISES", "MEASURED", "TEXT_MAX_CHARS",
+    "LINE_FORMULA_MAX_CHARS", "LINE_MAX_PREMISES", "MAX_FACTS", "TOO_LARGE",
     "CounterModel", "Derivation", "DerivationCheck", "FormulaError", "LineCheck", "LogicTranslation", "Status",
+    "WrittenDerivation",
     "check_derivation", "check_derivations", "check_line", "check_lines", "derivation_words", "formula_text",
     "is_prompt_example", "logical_validity", "name_words", "parse_derivation_line", "parse_formula", "translate",
 ]
 
 DEFAULT_TIMEOUT_MS = 2000
 MAX_ENTITIES = 4  # a counter-model lists its facts over at most this many entities
+# Facts (ground atoms) a counter-model may list: z3 evaluates each one, and a predicate of arity n
+# has 4ⁿ over four entities (a 40-argument predicate would never finish, nor fit in memory).
+MAX_FACTS = 256
+TOO_LARGE = "counter-model too large to show"
 SENTENCE_FACTS = 6  # facts a counter-model's sentence names; the rest are counted
+# What a person may write on one derivation line: far above any step of an argument, and below
+# what the checker's recursion over a formula's nesting (one level a character at most) can take.
+LINE_MAX_PREMISES = 32
+LINE_FORMULA_MAX_CHARS = 250
 
 Status = Literal["valid", "invalid", "inconsistent", "circular", "unparsed", "timeout"]
 MEASURED: tuple[Status, ...] = ("valid", "invalid", "inconsistent", "circular")  # what S_LV counts
@@ -148,11 +165,22 @@ def _listing(items: list[str]) -> str:
     return " and ".join(items) if len(items) <= 2 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
+class WrittenDerivation(BaseModel):
+    """A derivation a person wrote on one line (`parse_derivation_line`), within the line's limits
+    (LINE_MAX_PREMISES, LINE_FORMULA_MAX_CHARS); a model's answer is a `Derivation`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    premises: tuple[str, ...] = ()
+    conclusion: str
+
+
 @dataclass(frozen=True)
 class DerivationCheck:
-    derivation: Derivation
+    derivation: Derivation | WrittenDerivation
     status: Status
-    error: str | None = None  # unparsed: the parse error with its position; timeout: z3's reason
+    # unparsed: the parse error with its position; timeout: z3's reason; invalid: why no counter-model
+    error: str | None = None
     seconds: float = 0.0
     counter_model: CounterModel | None = None  # invalid: a world where the premises hold, the conclusion not
     formula_error: FormulaError | None = None  # unparsed: where (which formula, line, column) and why
@@ -442,11 +470,18 @@ class _Z3Translation:
         return (z3.ForAll if node.quantifier == "forall" else z3.Exists)(bound, body)
 
 
+class _TooLarge(Exception):
+    """The counter-model has more facts than it may list, or took longer than the check's limit."""
+
+
 def _counter_model(
-    model: z3.ModelRef, translation: _Z3Translation, arities: dict[str, int], trees: Sequence[Node]
+    model: z3.ModelRef, translation: _Z3Translation, arities: dict[str, int], trees: Sequence[Node],
+    timeout_ms: int,
 ) -> CounterModel:
     """The world of z3's `model`: its entities named after the constants that name them, and the
-    truth of each ground atom of the derivation's predicates over at most MAX_ENTITIES entities."""
+    truth of each ground atom of the derivation's predicates over at most MAX_ENTITIES entities;
+    `_TooLarge` when those are more than MAX_FACTS or are not read within `timeout_ms`."""
+    stopwatch = Stopwatch()
     elements = list(model.get_universe(translation.entity) or [])
     names: dict[int, str] = {}  # index in `elements` → entity name
     constants: dict[str, str] = {}
@@ -459,11 +494,16 @@ def _counter_model(
     unnamed = (f"e{n}" for n in range(1, len(elements) + len(constants) + 1) if f"e{n}" not in constants)
     order = [*names, *(i for i in range(len(elements)) if i not in names)]
     listed = order[:MAX_ENTITIES]  # the named ones first
+    facts = sum(len(listed) ** arity for arity in arities.values())
+    if facts > MAX_FACTS:
+        raise _TooLarge(f"{facts:,} facts over {len(listed)} entities; at most {MAX_FACTS} are listed")
     universe = [names.get(i) or next(unnamed) for i in listed]
     true, false = [], []
     for predicate, arity in arities.items():
         function = translation.predicates[predicate]
-        for chosen in _tuples(len(listed), arity):
+        for chosen in itertools.product(range(len(listed)), repeat=arity):
+            if stopwatch.seconds * 1000 > timeout_ms:
+                raise _TooLarge(f"its {facts:,} facts were not read within {timeout_ms:,} ms")
             atom = predicate + (f"({', '.join(universe[i] for i in chosen)})" if arity else "")
             value = model.eval(function(*(elements[listed[i]] for i in chosen)), model_completion=True)
             (true if z3.is_true(value) else false).append(atom)
@@ -489,20 +529,18 @@ def _ground_atoms(node: Node, constants: dict[str, str], bound: frozenset[str] =
         yield from _ground_atoms(node.body, constants, bound | set(node.variables))
 
 
-def _tuples(size: int, arity: int) -> list[tuple[int, ...]]:
-    found: list[tuple[int, ...]] = [()]
-    for _ in range(arity):
-        found = [(*prefix, i) for prefix in found for i in range(size)]
-    return found
+def _wheres(premises: int) -> list[str]:
+    """How a derivation's formulas are named in its errors: premise 1, …, conclusion."""
+    return [f"premise {i}" for i in range(1, premises + 1)] + ["conclusion"]
 
 
-def check_derivation(d: Derivation, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> DerivationCheck:
+def check_derivation(d: Derivation | WrittenDerivation, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> DerivationCheck:
     """`d`'s verdict (see the module's docstring for the order), decided by z3 within `timeout_ms`
-    for each of its (at most two) solver calls."""
+    for each of its (at most two) solver calls, and an invalid one's counter-model read within it too."""
     if timeout_ms <= 0:
         raise ValueError(f"timeout_ms must be positive, not {timeout_ms}")
     stopwatch = Stopwatch()
-    sources = [(p, f"premise {i}") for i, p in enumerate(d.premises, start=1)] + [(d.conclusion, "conclusion")]
+    sources = list(zip([*d.premises, d.conclusion], _wheres(len(d.premises))))
     try:
         trees = [(text, where, parse_formula(text, where)) for text, where in sources]
         arities = _arities(trees)
@@ -522,7 +560,12 @@ def check_derivation(d: Derivation, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Der
     solver.add(z3.Not(conclusion, context))
     outcome = solver.check()
     if outcome == z3.sat:
-        counter_model = _counter_model(solver.model(), translation, arities, [*premise_trees, conclusion_tree])
+        try:
+            counter_model = _counter_model(
+                solver.model(), translation, arities, [*premise_trees, conclusion_tree], timeout_ms
+            )
+        except _TooLarge as exc:
+            return DerivationCheck(d, "invalid", f"{TOO_LARGE} ({exc})", stopwatch.seconds)
         return DerivationCheck(d, "invalid", None, stopwatch.seconds, counter_model=counter_model)
     solver.pop()
     if outcome == z3.unsat:
@@ -567,12 +610,14 @@ class LineCheck(BaseModel):
     line: int
     text: str
     verdict: Status
-    error: str | None = None  # unparsed: "line:column: what is wrong" (in the file); timeout: z3's reason
+    # unparsed: "line:column: what is wrong" (in the file); timeout: z3's reason; invalid: why no counter-model
+    error: str | None = None
     counter_model: CounterModel | None = None
 
 
 def _split_derivation(text: str, where: str) -> tuple[list[tuple[str, int]], tuple[str, int]]:
-    """A derivation line's premises and conclusion, each (formula, 0-based offset in the line)."""
+    """A derivation line's premises and conclusion, each (formula, 0-based offset in the line);
+    a line without exactly one turnstile, or over the line's limits, is a `FormulaError`."""
     turnstiles = list(_TURNSTILE.finditer(text))
     if len(turnstiles) != 1:
         at = turnstiles[1].start() + 1 if turnstiles else 1
@@ -590,41 +635,50 @@ def _split_derivation(text: str, where: str) -> tuple[list[tuple[str, int]], tup
             offset += len(piece) + 1
         return found
 
+    premises = formulas(0, turnstile.start(), separated=True)
     [conclusion] = formulas(turnstile.end(), len(text), separated=False)
-    return formulas(0, turnstile.start(), separated=True), conclusion
+    if len(premises) > LINE_MAX_PREMISES:
+        raise FormulaError(text, where, 1, premises[LINE_MAX_PREMISES][1] + 1,
+                           f"{len(premises)} premises; a line may have at most {LINE_MAX_PREMISES}")
+    for (formula, offset), which in zip([*premises, conclusion], _wheres(len(premises))):
+        if len(formula) > LINE_FORMULA_MAX_CHARS:
+            raise FormulaError(text, where, 1, offset + 1, f"{which} has {len(formula):,} characters; "
+                               f"a formula may have at most {LINE_FORMULA_MAX_CHARS}")
+    return premises, conclusion
 
 
-def parse_derivation_line(line: str, where: str = "derivation") -> Derivation:
+def parse_derivation_line(line: str, where: str = "derivation") -> WrittenDerivation:
     """The derivation written ``premise ; premise |- conclusion`` (``⊢`` too); a line without
-    exactly one turnstile is a `FormulaError`. The formulas are parsed by `check_derivation`."""
+    exactly one turnstile, or over the line's limits, is a `FormulaError`. The formulas are
+    parsed by `check_derivation`."""
     premises, (conclusion, _) = _split_derivation(line, where)
-    return Derivation(premises=[formula for formula, _ in premises], conclusion=conclusion)
+    return WrittenDerivation(premises=tuple(formula for formula, _ in premises), conclusion=conclusion)
 
 
 def check_line(text: str, number: int = 1, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> LineCheck:
-    """The verdict on the derivation written on line `number` of a file; a parse error is the
-    verdict ``unparsed`` with its line and column in the file."""
+    """The verdict on the derivation written on line `number` of a file; a parse error, or a line
+    over the limits, is the verdict ``unparsed`` with its line and column in the file."""
     try:
         premises, conclusion = _split_derivation(text, "derivation")
     except FormulaError as exc:
         return LineCheck(line=number, text=text, verdict="unparsed", error=f"{number}:{exc.column}: {exc.reason}")
-    derivation = Derivation(premises=[formula for formula, _ in premises], conclusion=conclusion[0])
+    derivation = WrittenDerivation(premises=tuple(formula for formula, _ in premises), conclusion=conclusion[0])
     check = check_derivation(derivation, timeout_ms)
     error = check.error
     if check.formula_error is not None:
         exc = check.formula_error
         offsets = [offset for _, offset in premises] + [conclusion[1]]
-        wheres = [f"premise {i}" for i in range(1, len(premises) + 1)] + ["conclusion"]
-        error = f"{number}:{offsets[wheres.index(exc.where)] + exc.column}: {exc.where}: {exc.reason}"
+        error = f"{number}:{offsets[_wheres(len(premises)).index(exc.where)] + exc.column}: {exc.where}: {exc.reason}"
     return LineCheck(line=number, text=text, verdict=check.status, error=error, counter_model=check.counter_model)
 
 
-def check_lines(lines: Iterable[str], timeout_ms: int = DEFAULT_TIMEOUT_MS) -> list[LineCheck]:
-    """`check_line` for each line that holds a derivation: blank lines and ``#`` comments are skipped."""
-    return [
+def check_lines(lines: Iterable[str], timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Iterator[LineCheck]:
+    """`check_line` for each line that holds a derivation, each verdict given as soon as it is
+    decided: blank lines and ``#`` comments are skipped."""
+    return (
         check_line(line.rstrip("\r\n"), number, timeout_ms) for number, line in enumerate(lines, start=1)
         if line.strip() and not line.lstrip().startswith("#")
-    ]
+    )
 
 
 def name_words(name: str) -> list[str]:
