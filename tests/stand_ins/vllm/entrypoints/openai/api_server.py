@@ -1,0 +1,56 @@
+"""A stand-in for vLLM's OpenAI-compatible server run as a module, for tests of `argtui serve
+--model`: `python -m vllm.entrypoints.openai.api_server --model M [--served-model-name N …]
+--host H --port P`, found on PYTHONPATH (tests/stand_ins).
+
+It reads the flags the tests pass as vLLM's parser does (an unknown one ends it with code 2 and
+argparse's message, as a bad flag ends vLLM), writes its pid and arguments as JSON to
+$VLLM_STAND_IN_RECORD, and serves /health and /v1/models (the served names, else the model)
+until it is stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="api_server.py")
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--host", default="0.0.0.0")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--served-model-name", nargs="+")
+    parser.add_argument("--enable-prefix-caching", action="store_true")
+    parser.add_argument("--enable-prompt-tokens-details", action="store_true")
+    parser.add_argument("--max-model-len")
+    args = parser.parse_args()
+    listing = json.dumps({"object": "list", "data": [
+        {"id": name, "object": "model", "owned_by": "vllm"} for name in args.served_model_name or [args.model]
+    ]}).encode()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = {"/health": b"", "/v1/models": listing}.get(self.path)
+            self.send_response(404 if body is None else 200)
+            self.send_header("Content-Length", str(len(body or b"")))
+            self.end_headers()
+            self.wfile.write(body or b"")
+
+        def log_message(self, format: str, *args) -> None:
+            pass
+
+    server = ThreadingHTTPServer((args.host, args.port), Handler)
+    record = Path(os.environ["VLLM_STAND_IN_RECORD"])
+    written = record.with_suffix(".tmp")  # whole or not at all: the test reads it while this runs
+    written.write_text(json.dumps({"pid": os.getpid(), "argv": sys.argv[1:]}), encoding="utf-8")
+    written.replace(record)
+    print(f"INFO: serving {args.model} on {args.host}:{args.port}", flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
