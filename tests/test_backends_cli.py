@@ -21,10 +21,12 @@ import pytest
 from argtui.cli import main
 from argtui.config import load_config
 from engines.llm import local_servers
+from engines.llm.client import LLMClient
 from engines.llm.embedded import EMBEDDED_MODEL_NAME, find_model
 from engines.llm.local_servers import ServerIdentity, find_local_servers
+from engines.llm.profile import Sampling
 from engines.llm.servers import free_loopback_port
-from fakes import FakeServer, Reply, chat_reply, lmstudio_fake, ollama_fake, schema_answer
+from fakes import FakeServer, Reply, chat_reply, error_reply, lmstudio_fake, ollama_fake, schema_answer
 from store import Database
 from store.debates import DebateRepository
 from test_grice import rad_files
@@ -172,9 +174,53 @@ def test_config_use_writes_the_detected_kind_as_the_default(argtui_home, capsys)
     config = written_config(argtui_home)
     assert config["default_backend"] == "ollama"
     assert config["backends"]["ollama"] == {**config["backends"]["ollama"], "kind": "ollama", "base_urls": [fake.url]}
-    assert config["backends"]["ollama"]["model"] == ""  # the server's first model
+    assert config["backends"]["ollama"]["model"] == "llama3.2:3b"  # the first listed, as printed
     assert f"found ollama at {fake.url}, serving llama3.2:3b" in out and "argtui doctor" in out
+    assert "model llama3.2:3b (the first listed)" in out
     assert load_config().profile().kind == "ollama"
+
+
+def speed_probe_then(later: Reply):
+    """A server whose answer to `config use`'s timing request is 10 tokens in about 0.5 s (at most
+    20 tokens/s), and whose other answers are `later`."""
+
+    def answer(body: dict) -> Reply:
+        if body.get("max_tokens") == local_servers.SPEED_TOKENS:
+            return replace(chat_reply("1 2 3 4 5", completion_tokens=10), delay_s=0.5)
+        return later
+
+    return answer
+
+
+def test_config_use_writes_the_speed_it_measured(argtui_home, capsys):
+    with FakeServer(speed_probe_then(chat_reply("OK")), models=["smollm2"], **VLLM_IDENTITY) as fake:
+        assert main(["config", "use", fake.url]) == 0
+        [probe] = fake.bodies
+    profile = written_config(argtui_home)["backends"]["vllm"]
+    assert profile["model"] == "smollm2" and probe["model"] == "smollm2"
+    assert 0 < profile["tokens_per_s"] <= 20
+    assert f"measured {profile['tokens_per_s']:g} tokens/s (10 tokens in " in capsys.readouterr().out
+
+
+async def test_the_first_long_call_after_config_use_waits_as_long_as_its_budget_needs(argtui_home, capsys):
+    """A run's first call, before any answer of the run measured the speed: at most 20 tokens/s
+    give 100 tokens 10 s or more, so an answer in 2 s is not cut at a timeout_s of 1 s."""
+    slow = replace(chat_reply("A long argument.", completion_tokens=100), delay_s=2.0)
+    with FakeServer(speed_probe_then(slow), models=["smollm2"], **VLLM_IDENTITY) as fake:
+        assert await asyncio.to_thread(main, ["config", "use", fake.url]) == 0
+        profile = load_config().profile().model_copy(update={"timeout_s": 1.0, "retries": 0})
+        async with LLMClient(profile) as client:
+            assert not client.speed.measured and "the profile's tokens_per_s" in client.speed.limit(100).reason
+            answer = await client.chat([{"role": "user", "content": "Argue."}], Sampling(max_tokens=100))
+    assert answer.text == "A long argument." and answer.usage.latency_s > profile.timeout_s
+
+
+def test_config_use_writes_the_profile_when_no_answer_can_be_timed(argtui_home, capsys):
+    with FakeServer([error_reply(400, "no chat template")], models=["smollm2"], **VLLM_IDENTITY) as fake:
+        assert main(["config", "use", fake.url]) == 0
+    profile = written_config(argtui_home)["backends"]["vllm"]
+    assert profile["model"] == "smollm2" and "tokens_per_s" not in profile
+    assert "note: no answer could be timed" in capsys.readouterr().out
 
 
 def test_config_use_takes_a_name_a_model_and_a_key_variable(argtui_home, monkeypatch, capsys):
@@ -312,7 +358,7 @@ def test_doctor_notes_a_vllm_server_that_does_not_report_cached_tokens(argtui_ho
         assert main(["doctor", "--backend", "gpu"]) == 0
         text = " ".join(capsys.readouterr().out.split())
     assert backend["kind"] == "vllm" and backend["reports_cached_tokens"] is reports
-    note = "start it with --enable-prefix-caching --enable-prompt-tokens-details"
+    note = "start it with --enable-prompt-tokens-details"
     assert (note in text) is not reports
 
 
@@ -376,6 +422,7 @@ def test_the_batch_hint_names_vllm_run_batch_and_the_served_model(argtui_home, t
                      "--no-rationale", "--export-requests", str(requests)]) == 0
         assert fake.bodies == []  # an export sends nothing
     text = " ".join(capsys.readouterr().out.split())
-    assert (f"python -m vllm.entrypoints.openai.run_batch -i {requests} -o RESULTS --model MODEL "
+    assert (f"vllm run_batch -i {requests} -o RESULTS --model MODEL "
             "--served-model-name smollm2") in text
+    assert "python -m vllm.entrypoints.openai.run_batch" in text  # for versions before the command
     assert "run-batch" not in text

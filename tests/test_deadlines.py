@@ -51,6 +51,16 @@ def test_the_limit_is_timeout_s_until_a_budget_needs_longer_at_the_measured_spee
     assert str(speed.limit(None)) == "300 s (the profile's timeout_s)"  # no budget: the server decides
 
 
+def test_the_profile_s_speed_stands_for_the_speed_until_an_answer_measures_it():
+    speed = GenerationSpeed(timeout_s=120, profile_tokens_per_s=6.0)  # as `config use` measured a CPU server
+    assert not speed.measured and speed.tokens_per_s == 6
+    assert str(speed.limit(2048)) == "682.7 s (2 × the time 2048 tokens take at the profile's tokens_per_s, 6)"
+    assert str(speed.limit(32)) == "120 s (the profile's timeout_s)"
+    speed.record(tokens=10, seconds=5)  # under a run's load: 2 tokens/s
+    assert speed.measured and speed.tokens_per_s == 2
+    assert speed.limit(2048).reason == "2 × the time 2048 tokens take at the measured 2 tokens/s"
+
+
 async def test_a_budget_that_needs_longer_than_timeout_s_is_not_cut_at_timeout_s():
     slow = Reply(json=chat_reply("A long argument.", completion_tokens=80).json, delay_s=4.0)
     with FakeServer(measured_then(slow)) as fake:
@@ -81,7 +91,7 @@ async def test_a_call_past_the_deadline_of_its_budget_is_cut_naming_that_limit()
         assert len(fake.bodies) == 2  # not sent again
     message = str(caught.value)
     assert f"no answer within {limit};" in message
-    assert "the time 40 tokens take at the measured" in message and "timeout_s" not in message
+    assert "the time 40 tokens take at the measured" in message and "timeout_s" not in limit.reason
 
 
 async def test_without_a_measured_speed_a_budget_waits_timeout_s_and_says_so():
@@ -90,9 +100,12 @@ async def test_without_a_measured_speed_a_budget_waits_timeout_s_and_says_so():
         async with client_for(fake) as client:
             started = time.perf_counter()
             with pytest.raises(BackendError, match=r"no answer within 2 s \(the profile's timeout_s; no answer has "
-                                                   r"measured the server's speed yet\)"):
+                                                   r"measured the server's speed yet\)") as caught:
                 await client.chat(MESSAGES, Sampling(max_tokens=4096))
             assert time.perf_counter() - started < TIMEOUT_S + 2
+    # How to wait longer: the profile's own table in the config file.
+    assert str(caught.value).endswith("; to wait longer, raise timeout_s in [backends.fake] of the config file "
+                                      "(argtui config path prints where it is)")
 
 
 async def test_a_call_in_flight_gets_the_longer_limit_when_another_answer_measures_the_speed():

@@ -74,7 +74,7 @@ def _show(args) -> int:
 
 def _use(args) -> int:
     from engines.errors import ArgtuiError
-    from engines.llm.local_servers import identify  # the HTTP client loads only for this action
+    from engines.llm.local_servers import identify, measure_speed  # the HTTP client loads only for this action
     from engines.llm.profile import BackendProfile
     from engines.llm.types import BackendError
     from engines.terminal_text import print_data  # the models' names are the server's
@@ -87,16 +87,29 @@ def _use(args) -> int:
         found = asyncio.run(identify(args.url, args.api_key_env))
     except BackendError as exc:
         raise ArgtuiError(f"no OpenAI-compatible server answered at {args.url}; nothing written ({exc})") from None
-    profile = BackendProfile(
-        name=args.name or found.kind, kind=found.kind, base_urls=[found.url], model=args.model or "",
-        api_key_env=args.api_key_env,
-    )
-    config.add_backend(profile, make_default=True)
     print_data(f"found {found.kind} at {found.url}, serving {', '.join(found.models) or 'no model'}")
     if args.model and args.model not in found.models:
         print(f"note: the server does not list {args.model}; requests will ask for it all the same")
-    model = args.model or (f"{found.models[0]} (the first listed)" if found.models else "the first one it lists")
-    print_data(f"wrote profile {profile.name!r} (kind {found.kind}, model {model}) to {config.paths.config_file} "
+    # Named in the profile, so that a rerun asks the same model without asking the server first.
+    model = args.model or (found.models[0] if found.models else "")
+    profile = BackendProfile(
+        name=args.name or found.kind, kind=found.kind, base_urls=[found.url], model=model,
+        api_key_env=args.api_key_env,
+    )
+    try:
+        speed = asyncio.run(measure_speed(profile))
+    except BackendError as exc:
+        print_data(f"note: no answer could be timed ({exc}); the first calls of a run wait timeout_s at most")
+    else:
+        if speed.tokens_per_s is None:
+            print("note: the server did not count its answer's tokens; the first calls of a run wait timeout_s at most")
+        else:
+            profile.tokens_per_s = float(f"{speed.tokens_per_s:.3g}")
+            print(f"measured {profile.tokens_per_s:g} tokens/s ({speed.tokens} tokens in {speed.seconds:.1f} s): "
+                  "a call whose token budget needs longer than timeout_s at that speed waits longer")
+    config.add_backend(profile, make_default=True)
+    described = model + (" (the first listed)" if model and not args.model else "") or "the first one it lists"
+    print_data(f"wrote profile {profile.name!r} (kind {found.kind}, model {described}) to {config.paths.config_file} "
                "and made it the default backend. Next: argtui doctor")
     overrides = [name for name in ("ARGTUI_BASE_URL", "ARGTUI_BACKEND") if os.environ.get(name)]
     if overrides:

@@ -114,7 +114,7 @@ class LLMClient:
         self.cache = cache
         self.accounting = Accounting()
         # What answers take here, so that a call's deadline follows its token budget.
-        self.speed = GenerationSpeed(profile.timeout_s)
+        self.speed = GenerationSpeed(profile.timeout_s, profile.tokens_per_s)
         # Set by `engines.llm.batch.deferring`: cache misses go to a batch file, not to the server.
         self.defer: RequestRecorder | None = None
         self._model: str | None = profile.model or None

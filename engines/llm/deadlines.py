@@ -13,7 +13,9 @@ The first calls of a run go out before any answer measured anything, and on a CP
 each can take longer than `timeout_s` (the components judge's 4,096-token reasons do). So a
 call that waits unmeasured asks the server, before its `timeout_s` is up, how many tokens it
 has generated so far (`progress`: llama-server counts them per slot), and that count over
-the time waited is the first measurement.
+the time waited is the first measurement. Before that, a profile's `tokens_per_s` (what
+`argtui config use` measured of the server with one short answer) stands for the speed, so a
+long budget gets its longer limit from the first call of a run on every kind of server.
 """
 
 from __future__ import annotations
@@ -47,17 +49,24 @@ class GenerationSpeed:
     """The tokens per second a backend answered one sequence at, over its last answers, and the
     deadlines of calls that follow from it."""
 
-    def __init__(self, timeout_s: float):
+    def __init__(self, timeout_s: float, profile_tokens_per_s: float | None = None):
         self.timeout_s = timeout_s
+        self.profile_tokens_per_s = profile_tokens_per_s  # the speed until an answer measures one
         self._answers: deque[tuple[float, float]] = deque(maxlen=SPEED_WINDOW)  # (tokens, seconds)
         self._waiting: set[Callable[[], None]] = set()
 
     @property
+    def measured(self) -> bool:
+        """Whether an answer (or the server's progress) has measured the speed yet."""
+        return bool(self._answers)
+
+    @property
     def tokens_per_s(self) -> float | None:
-        """Tokens over seconds of the recent answers together (long answers weigh most), or None
-        before any answer was measured."""
-        seconds = sum(s for _, s in self._answers)
-        return sum(t for t, _ in self._answers) / seconds if seconds > 0 else None
+        """Tokens over seconds of the recent answers together (long answers weigh most); before
+        any answer was measured, the profile's speed, or None."""
+        if not self._answers:
+            return self.profile_tokens_per_s
+        return sum(t for t, _ in self._answers) / sum(s for _, s in self._answers)
 
     def record(self, tokens: float, seconds: float) -> None:
         """One fresh answer: `tokens` generated for one sequence in `seconds` of waiting."""
@@ -73,10 +82,10 @@ class GenerationSpeed:
         if max_tokens and speed:
             needed = SAFETY_FACTOR * max_tokens / speed
             if needed > self.timeout_s:
-                return Deadline(
-                    needed, f"{SAFETY_FACTOR:g} × the time {max_tokens} tokens take at the measured "
-                    f"{speed:.3g} tokens/s",
+                source = f"the measured {speed:.3g} tokens/s" if self.measured else (
+                    f"the profile's tokens_per_s, {speed:.3g}"
                 )
+                return Deadline(needed, f"{SAFETY_FACTOR:g} × the time {max_tokens} tokens take at {source}")
         if max_tokens and speed is None:  # the first calls: what a long budget needs is not known yet
             return Deadline(self.timeout_s, "the profile's timeout_s; no answer has measured the server's speed yet")
         return Deadline(self.timeout_s, "the profile's timeout_s")
@@ -91,7 +100,7 @@ class GenerationSpeed:
         started = loop.time()
         current = self.limit(max_tokens)
         watcher = None
-        if progress is not None and max_tokens and self.tokens_per_s is None:
+        if progress is not None and max_tokens and not self.measured:
             watcher = asyncio.create_task(self._ask_progress(progress, started))
         async with asyncio.timeout_at(started + current.seconds) as scope:
 
@@ -114,7 +123,7 @@ class GenerationSpeed:
         tokens generated per waiting call so far, over the time this call has waited."""
         loop = asyncio.get_running_loop()
         await asyncio.sleep(started + PROGRESS_AT * self.timeout_s - loop.time())
-        if self.tokens_per_s is None:
+        if not self.measured:
             tokens = await progress()
-            if tokens and self.tokens_per_s is None:
+            if tokens and not self.measured:
                 self.record(tokens, loop.time() - started)

@@ -1,8 +1,8 @@
-"""What an LLM server is (its kind and models), and which ones run on this machine's usual ports.
+"""What an LLM server is (its kind, models and speed), and which ones run on this machine's usual ports.
 
-`argtui config use URL` asks one server; `argtui doctor` without a configuration looks on
-the ports local servers listen on by default, all at once, so finding nothing takes a
-fraction of a second.
+`argtui config use URL` asks one server, and times one short answer of it; `argtui doctor`
+without a configuration looks on the ports local servers listen on by default, all at once,
+so finding nothing takes a fraction of a second.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Iterable
 from urllib.parse import urlsplit
 
 from engines.llm.client import LLMClient
-from engines.llm.profile import BackendKind, BackendProfile
+from engines.llm.profile import BackendKind, BackendProfile, Sampling
 from engines.llm.types import BackendError
 
 LOCAL_HOST = "127.0.0.1"
@@ -22,6 +22,9 @@ LOCAL_HOST = "127.0.0.1"
 LOCAL_PORTS: dict[int, str] = {11434: "Ollama", 1234: "LM Studio", 8080: "llama-server", 8000: "vLLM"}
 CONNECT_TIMEOUT_S = 0.25  # a loopback port refuses at once; this bounds one that never answers
 IDENTIFY_TIMEOUT_S = 5.0  # each identity request, once something accepted the connection
+# An answer long enough to time generation by, short enough for a CPU server (some 5 s at 6 tokens/s).
+SPEED_PROMPT = [{"role": "user", "content": "Count from 1 to 100, one number per line."}]
+SPEED_TOKENS = 32
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,27 @@ async def identify(
     async with LLMClient(profile) as client:
         kind = await client.kind()
         return ServerIdentity(url=profile.base_urls[0], kind=kind, models=tuple(await client.models()))
+
+
+@dataclass(frozen=True)
+class MeasuredSpeed:
+    """One answer's generated tokens and the seconds the client waited for it."""
+
+    tokens: int
+    seconds: float
+
+    @property
+    def tokens_per_s(self) -> float | None:
+        """None when the server did not count the answer's tokens."""
+        return self.tokens / self.seconds if self.tokens > 0 and self.seconds > 0 else None
+
+
+async def measure_speed(profile: BackendProfile) -> MeasuredSpeed:
+    """One short answer of `profile`'s server, timed on the client's clock as a run's answers
+    are (engines/llm/deadlines.py), asked once; raises BackendError when none comes."""
+    async with LLMClient(profile.model_copy(update={"retries": 0})) as client:
+        answer = await client.chat(SPEED_PROMPT, Sampling(max_tokens=SPEED_TOKENS, temperature=0))
+    return MeasuredSpeed(answer.usage.completion_tokens, answer.usage.latency_s)
 
 
 async def find_local_servers(ports: Iterable[int], host: str = LOCAL_HOST) -> list[ServerIdentity]:
