@@ -16,9 +16,30 @@ from argtui.commands.web import app_command
 from web_server import argtui_web
 
 
-def test_app_command_runs_this_interpreter_with_the_backend():
-    assert app_command(None) == f"{sys.executable} -m argtui"
-    assert app_command("gpu").endswith("-m argtui --backend gpu")
+def test_app_command_runs_this_interpreter_isolated_with_the_backend():
+    assert app_command(None) == f"{sys.executable} -I -m argtui"  # test_web_isolation.py: why -I
+    assert app_command("gpu").endswith(" -I -m argtui --backend gpu")
+
+
+async def test_the_token_is_in_every_address_the_page_uses_and_in_no_cookie(offline_backend):
+    # A browser sends a host's cookies to each of its ports: a token in one would reach any local server.
+    async with argtui_web() as server, aiohttp.ClientSession(cookie_jar=aiohttp.DummyCookieJar()) as session:
+        async with session.get(server.url) as response:
+            assert response.status == 200
+            assert "Set-Cookie" not in response.headers
+            page = await response.text()
+        loaded = re.findall(r'(?:href|src)="(http://localhost:\d+/[^"]*)"', page)
+        assert {"css/xterm.css", "js/textual.js"} <= {url.rsplit("/static/", 1)[1] for url in loaded}, loaded
+        for url in loaded:
+            assert url.startswith(f"{server.origin}/{server.token}/static/"), url
+            async with session.get(url) as response:
+                assert response.status == 200 and "Set-Cookie" not in response.headers, url
+            tokenless = url.replace(f"/{server.token}/", "/")
+            wrong = url.replace(server.token, server.token[:-1] + ("A" if server.token[-1] != "A" else "B"))
+            as_cookie = {"Cookie": f"argtui-web-{server.port}={server.token}"}  # the cookie it used to set
+            for refused_url, headers in ((tokenless, {}), (wrong, {}), (tokenless, as_cookie)):
+                async with session.get(refused_url, headers=headers) as response:
+                    assert response.status == 403, (refused_url, headers)
 
 
 async def test_the_page_and_a_browser_session_of_the_app(offline_backend):

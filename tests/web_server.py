@@ -7,12 +7,12 @@ import asyncio
 import os
 import re
 import signal
-import sys
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import AsyncIterator
 
+from argtui.commands.web import argtui_command
 from engines.llm.servers import free_loopback_port
 
 START_LINE = re.compile(r"(?P<url>https?://\S+/\?token=(?P<token>[\w-]+))")
@@ -51,11 +51,14 @@ class WebServer:
 
 
 @asynccontextmanager
-async def argtui_web(*options: str) -> AsyncIterator[WebServer]:
-    """`argtui web` on a free loopback port, stopped (with the apps it started) on exit."""
+async def argtui_web(
+    *options: str, cwd: Path | None = None, env: dict[str, str] | None = None,
+) -> AsyncIterator[WebServer]:
+    """`argtui web` on a free loopback port, stopped (with the apps it started) on exit; started in
+    `cwd` with `env` when given, as the installed argtui whatever they hold."""
     port = free_loopback_port()
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "argtui", "web", "--port", str(port), *options,
+        *argtui_command("web", "--port", str(port), *options), cwd=cwd, env=env,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True,
     )
 

@@ -5,7 +5,9 @@ the same config and database as the command line, so a session can do whatever
 the user can. The server therefore admits only a browser that holds the secret
 token of this start (printed in the URL, as Jupyter does), opens sessions only
 for pages this server sent (the WebSocket's Origin), listens on loopback unless
-told otherwise, and runs at most `--max-sessions` apps at once.
+told otherwise, and runs at most `--max-sessions` apps at once. The token lives
+in the addresses only, never in a cookie: a browser sends a host's cookies to
+every port of it, so to any other local server too.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ log = logging.getLogger("argtui.web")
 REMOTE_LINK = re.compile(r"<link\b[^>]*\bhref=\"https?://[^\"]*\"[^>]*>", re.DOTALL)
 DEFAULT_MAX_SESSIONS = 4
 SESSION_ROUTE = "session"  # the WebSocket with the token in its path (the page's script appends its own query)
+STATIC_ROUTE = "tokened-static"  # the page's stylesheet, script and fonts, under the token
+DOWNLOAD_ROUTE = "download"  # textual-serve's /download/{key}
 
 
 def register(subparsers) -> None:
@@ -53,12 +57,16 @@ def register(subparsers) -> None:
     parser.set_defaults(handler=_web)
 
 
+def argtui_command(*arguments: str) -> list[str]:
+    """How argtui starts a process of its own: this interpreter by its absolute path, isolated (`-I`),
+    so that neither the working folder (an `argtui` package anyone may have left there) nor a PYTHON*
+    variable comes before the installed argtui on its import path, nor a user's site-packages."""
+    return [sys.executable, "-I", "-m", "argtui", *arguments]
+
+
 def app_command(backend: str | None) -> str:
     """The shell command textual-serve runs per browser session."""
-    command = [sys.executable, "-m", "argtui"]
-    if backend:
-        command += ["--backend", backend]
-    return shlex.join(command)
+    return shlex.join(argtui_command(*(["--backend", backend] if backend else [])))
 
 
 def port_problem(host: str, port: int) -> str | None:
@@ -127,9 +135,11 @@ class LocalPageLoader(jinja2.FileSystemLoader):
 class GuardedServer(Server):
     """textual-serve's server behind a token, an Origin check and a cap on sessions.
 
-    The token comes in the page's URL (`?token=`), in the WebSocket's path, or in the cookie
-    the first tokened response sets (HttpOnly, SameSite=Strict), which the page's stylesheet,
-    script and downloads then carry; anything else gets 403.
+    The token comes in the page's URL (`?token=`), in the WebSocket's path, or as the first
+    segment of the path of the page's stylesheet, script and fonts (`/TOKEN/static/…`);
+    anything else gets 403, but a download: its address (`/download/KEY`, built by
+    textual-serve's script) holds a key of its own, as secret as the token, that only a session
+    of this server announced.
     """
 
     def __init__(self, command: str, *, host: str, port: int, public_url: str | None, max_sessions: int):
@@ -138,8 +148,6 @@ class GuardedServer(Server):
         self.proxy_url = URL(public_url) if public_url else None
         self.max_sessions = max_sessions
         self.open_sessions = 0
-        # Cookies are shared by every port of a host: the name keeps two servers on one host apart.
-        self.cookie_name = f"argtui-web-{port}"
 
     def initialize_logging(self) -> None:
         super().initialize_logging()
@@ -150,12 +158,13 @@ class GuardedServer(Server):
         app = await super()._make_app()
         aiohttp_jinja2.setup(app, loader=LocalPageLoader(self.templates_path))  # replaces textual-serve's loader
         app.router.add_get("/ws/{token}", self.handle_websocket, name=SESSION_ROUTE)
+        app.router.add_static(f"/{self.token}/static", self.statics_path, name=STATIC_ROUTE)
         app.middlewares.append(self.require_token)
         return app
 
     def holds_token(self, request: web.Request) -> bool:
         presented = (
-            request.match_info.get("token"), request.query.get("token"), request.cookies.get(self.cookie_name),
+            request.match_info.get("token"), request.query.get("token"), request.path.split("/", 2)[1],
         )
         expected = self.token.encode()
         return any(value is not None and hmac.compare_digest(value.encode(errors="replace"), expected)
@@ -163,13 +172,11 @@ class GuardedServer(Server):
 
     @web.middleware
     async def require_token(self, request: web.Request, handler) -> web.StreamResponse:
-        if not self.holds_token(request):
+        if not (self.holds_token(request) or request.match_info.route.name == DOWNLOAD_ROUTE):
             raise web.HTTPForbidden(text="argtui web: this address needs the token: open the URL with ?token= "
                                          "that `argtui web` printed when it started\n")
         response = await handler(request)
         if not response.prepared:  # a WebSocket or a download has sent its headers already
-            if request.cookies.get(self.cookie_name) != self.token:
-                response.set_cookie(self.cookie_name, self.token, path="/", httponly=True, samesite="Strict")
             response.headers["Referrer-Policy"] = "no-referrer"  # the page's URL holds the token
         return response
 
@@ -219,10 +226,11 @@ class GuardedServer(Server):
         base, router = self.page_base(request), request.app.router
         scheme, address = base.split(":", 1)
         websocket_base = ("wss:" if scheme == "https" else "ws:") + address
+        static = base + str(router[STATIC_ROUTE].url_for(filename="/")).rstrip("/") + "/"
         return {
             "font_size": to_int(request.query.get("fontsize", "16"), 16),
             "app_websocket_url": websocket_base + str(router[SESSION_ROUTE].url_for(token=self.token)),
-            "config": {"static": {"url": base + str(router["static"].url_for(filename="/")).rstrip("/") + "/"}},
+            "config": {"static": {"url": static}},
             "application": {"name": self.title},
         }
 
