@@ -55,19 +55,14 @@ def served_model_name(model: str, extra_args: list[str]) -> str:
 
 
 async def start_vllm(
-    model: str,
-    log_folder: Path,
-    extra_args: list[str] | None = None,
-    port: int | None = None,
-    timeout_s: float = 1800.0,
-    announce: Announce = lambda server, why: None,
+    model: str, log_folder: Path, extra_args: list[str], port: int | None, timeout_s: float, announce: Announce
 ) -> ManagedServer:
     """A ready vLLM server of `model` on `port` (or a free one), with the cache flags the user's
     `extra_args` do not set themselves: `vllm serve`, or the module form where that command is
     missing or exits while starting. Raises VllmMissing when neither is here, and
     ServerStartError naming each attempt's failure with the end of its log."""
     port = port or free_loopback_port()
-    flags = _flags(port, list(extra_args or []))
+    flags = _flags(port, extra_args)
     command = shutil.which("vllm")
     module_here = importlib.util.find_spec("vllm") is not None
     if command is None and not module_here:
