@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import random
 import re
+import statistics
 from typing import Annotated, Callable, Literal, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
@@ -28,11 +29,12 @@ from engines.debate.messages import count_words
 from engines.debate.records import DebateRecords, StoredTurn
 from engines.errors import ArgtuiError
 from engines.inspire.facts import plain_words
-from engines.inspire.score import DIMENSION_TITLES, InspireScore
+from engines.inspire.score import DIMENSION_TITLES, DIMENSIONS, InspireScore
 from engines.judging.evaluate import run_task
 from engines.judging.options import OptionInfo, TaskOptions
 from engines.judging.quoting import LABEL_COLON, inline
 from engines.judging.runner import RunProgress
+from engines.judging.shown_text import NO_USABLE_ANSWER, unmeant
 from engines.judging.task import ReportTable, TaskBase, TaskContext, TaskItem, TaskReport, VariantName
 from engines.judging.verdict import JudgeId, Verdict
 from engines.llm.budget import max_tokens_for
@@ -68,6 +70,12 @@ REWRITE_CHARS = 400
 # The first attempt greedy, each further one sampled with a seed of its own (a new cache key).
 ATTEMPTS = (Sampling(temperature=0.0), Sampling(temperature=0.7, seed=1), Sampling(temperature=0.7, seed=2))
 TURN_CITATION = re.compile(r"\bturn\s+(\d+)\b", re.IGNORECASE)
+NEGATION = re.compile(r"\b(?:not|never|no)\b|n't\b", re.IGNORECASE)
+# "the bot argued better", "the student's case was stronger": a side the reason says won.
+BETTER_SIDE = re.compile(
+    r"\b(student|bot)\)?(?:'s)?(?:\s+\w+){0,3}?\s+(?:argued|did|was|is|were|made|had)(?:\s+\w+){0,2}?\s+"
+    r"(?:better|stronger|more convincing(?:ly)?)\b", re.IGNORECASE,
+)
 PROMPT_LABELS = ("Claim", "Coach", "Grice")
 # The prompt's numbered labels ("Turn 2 (student):", "Reply to turn 2 (bot):"), which `inline` cannot name.
 TURN_LABEL = re.compile(r"((?<!\w)turn\s+\d+\s*(?:\([^()]*\))?\s*):", re.IGNORECASE)
@@ -204,10 +212,25 @@ class BallotAnswer(BaseModel):
             raise ValueError(f"{words} words; at most {REASON_WORDS}")
         return reason
 
+    @field_validator("reason", "fix", "rewrite_to")
+    @classmethod
+    def _meant(cls, text: str) -> str:
+        problem = unmeant(text, BALLOT_PROMPT)
+        if problem:
+            raise ValueError(f"not a meant answer: {problem}")
+        return text
+
     @model_validator(mode="after")
     def _rewritten(self) -> BallotAnswer:
         if plain_words(self.rewrite_to) == plain_words(self.rewrite_from):
             raise ValueError("rewrite_to repeats the words of rewrite_from")
+        return self
+
+    @model_validator(mode="after")
+    def _reason_backs_the_winner(self) -> BallotAnswer:
+        said = reason_winner(self.reason)
+        if said is not None and said != self.winner:
+            raise ValueError(f"the reason says the {said} argued better; the winner is the {self.winner}")
         return self
 
     def side_points(self) -> tuple[float, float]:
@@ -216,21 +239,29 @@ class BallotAnswer(BaseModel):
         return (winner, loser) if self.winner == "student" else (loser, winner)
 
 
+def reason_winner(reason: str) -> str | None:
+    """The side a reason says argued better ("the bot argued better", "the student's case was
+    stronger"), or None where it says so of neither or of both."""
+    sides = {match.group(1).lower() for match in BETTER_SIDE.finditer(reason) if not NEGATION.search(match.group())}
+    return sides.pop() if len(sides) == 1 else None
+
+
 def answer_model(transcript: DebateTranscript) -> type[BallotAnswer]:
     """The answer's model for this debate: `rewrite_from` one of the student's sentences, the
-    reason starting with one of its turns (`reason_pattern`) and citing none it does not have."""
+    reason starting with one of its turns (`reason_pattern`), and neither the reason nor the
+    fix citing a turn it does not have."""
     sentences = tuple(dict.fromkeys(s for turn in transcript.turns for s in turn.sentences))
     numbers = {turn.number for turn in transcript.turns}
 
-    def cites_turns(cls, reason: str) -> str:
-        cited = {int(number) for number in TURN_CITATION.findall(reason)}
+    def cites_turns(cls, text: str) -> str:
+        cited = {int(number) for number in TURN_CITATION.findall(text)}
         if cited - numbers:
             raise ValueError(f"cites turn {min(cited - numbers)}; the debate has turns 1 to {max(numbers)}")
-        return reason
+        return text
 
     return create_model(
         "BallotAnswer", __base__=BallotAnswer,
-        __validators__={"cites_turns": field_validator("reason")(cites_turns)},
+        __validators__={"cites_turns": field_validator("reason", "fix")(cites_turns)},
         reason=(str, Field(pattern=reason_pattern(sorted(numbers)))),
         rewrite_from=(Literal[sentences], ...),  # type: ignore[valid-type]
     )
@@ -247,13 +278,19 @@ def reason_pattern(numbers: Sequence[int]) -> str:
 
 
 def _marks(transcript: DebateTranscript) -> tuple[TurnMark | None, TurnMark | None]:
-    """The student turns of the highest and of the lowest overall InspireScore (the first of
-    equals; the same turn when one alone was measured); None when the Coach measured none."""
+    """The student turns of the highest and of the lowest InspireScore, compared as every two
+    texts are (`compare_dimensions`): on the dimensions all the measured turns have, so a turn
+    is not weakest for a dimension the others lack (the first of equals; the same turn when one
+    alone was measured). None when the Coach measured none, or the turns share no dimension."""
     measured = [turn for turn in transcript.turns if turn.inspire is not None]
-    if not measured:
+    shared = [name for name in DIMENSIONS if all(turn.dimensions.get(name) is not None for turn in measured)]
+    if not measured or not shared:
         return None, None
-    return (max(measured, key=lambda turn: turn.inspire).mark,  # type: ignore[arg-type, return-value]
-            min(measured, key=lambda turn: turn.inspire).mark)  # type: ignore[arg-type, return-value]
+
+    def on_shared(turn: MeasuredTurn) -> float:
+        return statistics.fmean(turn.dimensions[name] for name in shared)  # type: ignore[misc]
+
+    return max(measured, key=on_shared).mark, min(measured, key=on_shared).mark
 
 
 # ---------------------------------------------------------------- reading a stored debate
@@ -416,7 +453,7 @@ class BallotTask(TaskBase):
             client, [{"role": "user", "content": ballot_prompt(transcript)}], model, samplings
         )
         if not asked.valid:
-            return Verdict.invalid(f"no valid ballot after {asked.attempts} attempts: {asked.result.error}",
+            return Verdict.invalid(f"{NO_USABLE_ANSWER} after {asked.attempts} attempts: {asked.result.error}",
                                    asked.result.raw, asked.usage)
         answer = asked.result.value
         strongest, weakest = _marks(transcript)

@@ -1,0 +1,84 @@
+"""The one check of free text a model writes for a person to read: ballot reasons, fixes and
+rewrites, the Coach's claims and explanations, Grice rationales, drill feedback.
+
+A small model often writes what it did not mean: its prompt read back ("the student's sentence
+that most needs work is …"), a placeholder left as it is ("Turn N", "{claim}"), one clause
+over and over, or a chatbot's disclaimer instead of an answer. Such text is not shown: the
+answer counts as invalid, is asked again where the caller can, and when it stays so the
+screen says `NO_USABLE_ANSWER` instead. The check is deliberately narrow (runs of words, fixed
+phrases), so a plain answer that happens to share a few words with its prompt passes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from functools import cache
+
+NO_USABLE_ANSWER = "no usable answer from this model"
+RUN_WORDS = 6  # words in a row that make an echo of the prompt, or, said twice, a loop
+CLAUSE_REPEATS = 3  # the same clause this often is a loop, however short
+CLAUSE_MIN_WORDS = 2
+
+_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+_TEMPLATE_FIELD = re.compile(r"\{[^{}]*\}")
+_CLAUSE_BREAK = re.compile(r"[,.;:!?…\n]+")
+PLACEHOLDERS = re.compile(
+    r"\b(?:turn|reply to turn|argument|premise|claim)\s+(?-i:[NX])\b"  # "Turn N", as a template writes it
+    r"|\{[A-Za-z_][A-Za-z0-9_ ]*\}"  # a template's field
+    r"|<(?:claim|topic|text|sentence|answer|reason|student|bot|insert)[^<>]{0,30}>"
+    r"|\[(?:insert|your|the student|student|bot|claim|sentence|text|reason|answer)[^\]]{0,40}\]",
+    re.IGNORECASE,
+)
+DISCLAIMERS = re.compile(
+    r"\bas an? (?:ai|artificial intelligence|language model|large language model|chatbot|assistant)\b"
+    r"|\bi(?:'m| am) (?:sorry|unable|not able)\b"
+    r"|\bi (?:cannot|can't|can not) (?:help|assist|provide|answer|do that)\b"
+    r"|\bapologi[sz]e for (?:any|the) confusion\b",
+    re.IGNORECASE,
+)
+
+
+def words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def _runs(tokens: list[str], size: int = RUN_WORDS) -> list[tuple[str, ...]]:
+    return [tuple(tokens[i:i + size]) for i in range(len(tokens) - size + 1)]
+
+
+@cache
+def _template_runs(template: str) -> frozenset[tuple[str, ...]]:
+    """The runs of words of a prompt template's own text (its fields left out)."""
+    return frozenset(run for part in _TEMPLATE_FIELD.split(template) for run in _runs(words(part)))
+
+
+def unmeant(text: str, template: str = "") -> str | None:
+    """Why `text` is not what the model meant to say, or None: no words at all, a placeholder,
+    a chatbot's disclaimer, RUN_WORDS words in a row of its prompt's `template` (fields left
+    out, so quoting the debate is no echo), or a loop (RUN_WORDS words in a row said twice,
+    a clause CLAUSE_REPEATS times)."""
+    tokens = words(text)
+    if not tokens:
+        return "it has no words"
+    placeholder = PLACEHOLDERS.search(text)
+    if placeholder:
+        return f"it has a placeholder ({placeholder.group()!r})"
+    disclaimer = DISCLAIMERS.search(text)
+    if disclaimer:
+        return f"it is a disclaimer, not an answer ({disclaimer.group()!r})"
+    if template:
+        echoed = next((run for run in _runs(tokens) if run in _template_runs(template)), None)
+        if echoed:
+            return f"it repeats the prompt ({' '.join(echoed)!r})"
+    repeated = next((run for run, count in Counter(_runs(tokens)).items() if count > 1), None)
+    if repeated:
+        return f"it repeats itself ({' '.join(repeated)!r})"
+    clauses = Counter(
+        tuple(clause_words) for clause in _CLAUSE_BREAK.split(text)
+        if len(clause_words := words(clause)) >= CLAUSE_MIN_WORDS
+    )
+    looped = next((clause for clause, count in clauses.items() if count >= CLAUSE_REPEATS), None)
+    if looped:
+        return f"it repeats a clause {clauses[looped]} times ({' '.join(looped)!r})"
+    return None
