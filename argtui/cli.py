@@ -35,6 +35,9 @@ GROUPS = {
 # A command that runs another program sets this parser default to the name of the attribute that
 # gets the arguments it does not know (`argtui serve` → `vllm serve`); every other command rejects them.
 PASSTHROUGH_DEST = "passthrough_dest"
+# The top-level --student is kept apart from a command's own (a subcommand's default would overwrite
+# it), then given to the command: `argtui --student X debate …` is `argtui debate --student X …`.
+TOP_STUDENT = "top_student"
 
 
 @dataclass(frozen=True)
@@ -111,7 +114,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"argtui {__version__}")
     parser.add_argument("--backend", help="backend profile for the app (default: the configured default)")
-    parser.add_argument("--student", metavar="NAME", help="the student debating in the app (added if new)")
+    parser.add_argument("--student", metavar="NAME", dest=TOP_STUDENT,
+                        help="the student debating in the app, `argtui debate` or `argtui drill` (added if new)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     wanted = selected_command(argv)
     group_parsers: dict = {}
@@ -170,10 +174,11 @@ def main(argv: list[str] | None = None) -> int:
     err_console = VisibleControlsConsole(stderr=True)
     try:
         log_to_file(Paths.resolve().data_dir)
+        student = _student(args)
         if args.command is None:
             from argtui.app import run_app
 
-            return run_app(backend=args.backend, student=args.student)
+            return run_app(backend=args.backend, student=student)
         code = args.handler(args) or 0
         sys.stdout.flush()  # a reader that stopped early (`| head`) shows here, not in the flush at exit
         return code
@@ -185,6 +190,27 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         err_console.print("interrupted; finished work is stored and a rerun resumes it")
         return 130
+
+
+def _student(args: argparse.Namespace) -> str | None:
+    """The student named by --student, before or after the command word, checked as every student's
+    name is; the command's `student` argument gets it."""
+    from engines.errors import ArgtuiError
+    from engines.student.names import student_name
+
+    top, own = getattr(args, TOP_STUDENT), getattr(args, "student", None)
+    if top is not None and args.command is not None and not hasattr(args, "student"):
+        raise ArgtuiError(
+            f"--student goes with the app, `argtui debate` or `argtui drill`, not `argtui {args.command}`"
+        )
+    if top is not None and own is not None and student_name(top) != student_name(own):
+        raise ArgtuiError(f"two students given: --student {top!r} and --student {own!r}")
+    name = own if own is not None else top
+    if name is not None:
+        name = student_name(name)
+    if hasattr(args, "student"):
+        args.student = name
+    return name
 
 
 def _reader_gone() -> int:

@@ -18,6 +18,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
+from engines.student.names import StudentNameError, student_name
 from engines.student.ratings import student_rating
 from screens.navigation import in_field
 from screens.services import services
@@ -107,8 +108,8 @@ class StudentPickerScreen(ModalScreen[Student | None]):
     @on(Input.Submitted, "#new-student")
     def added(self, event: Input.Submitted) -> None:
         try:
-            student = StudentRepository(services(self).db).add(event.value.strip())
-        except StoreError as exc:
+            student = StudentRepository(services(self).db).add(student_name(event.value))
+        except (StudentNameError, StoreError) as exc:
             self.query_one("#picker-error", Static).update(Text(str(exc), style="red"))
             return
         self._choose(student)

@@ -155,6 +155,34 @@ def test_the_command_runs_the_first_due_drill_with_the_answer_given(capsys):
     assert "no student named 'Bea'; the students are Ann" in capsys.readouterr().err
 
 
+async def test_a_derivation_answer_of_six_premises_is_judged_and_an_endless_answer_is_refused():
+    runtime = Runtime()
+    ann = StudentRepository(runtime.db).add("Ann")
+    [derivation] = await plan_drills(runtime.db, ann.id, [weak_spot("logical_validity", 2)], None)
+    chain = "~BanCars -> A1 ; A1 -> A2 ; A2 -> A3 ; A3 -> ~CleanAir ; ~BanCars ; Sunny |- ~CleanAir"  # six premises
+    assert (await answer_drill(runtime, None, derivation, chain, now=NOW)).score == 1.0
+    [rewrite] = await plan_drills(runtime.db, ann.id, [weak_spot("clarity", text=MESSAGE)], None)
+    limit = runtime.debate_settings.max_message_words
+    endless = "word " * 42_000  # 210 kB, far past any judge's context
+    with pytest.raises(ArgtuiError, match=f"your answer has 42,000 words; .* at most {limit} .*max_message_words"):
+        await answer_drill(runtime, None, rewrite, endless)
+    assert DrillRepository(runtime.db).reviews(rewrite.id) == []
+    judged = await answer_drill(runtime, None, derivation, "P ; " * 200 + "Q |- ~CleanAir", now=NOW)
+    assert judged.score is None and "a line may have at most" in judged.feedback  # a line's limits, in words
+
+
+def test_the_student_given_before_the_command_is_the_drills_student(capsys):
+    import asyncio
+
+    runtime = Runtime()
+    asyncio.run(two_derivation_drills(runtime.db))
+    StudentRepository(runtime.db).add("Bea")
+    assert main(["--student", "Ann", "drill", "--list"]) == 0  # two students: without it, one must be named
+    assert len(capsys.readouterr().out.splitlines()) == 2
+    assert main(["--student", "Bea", "drill", "--student", "Ann", "--list"]) == 1
+    assert "two students given" in capsys.readouterr().err
+
+
 @pytest.mark.llm
 async def test_a_rewrite_is_judged_by_the_grice_quantity_question_and_stored(llama_profile):
     runtime = Runtime()

@@ -9,6 +9,7 @@ from rich.text import Text
 
 from argtui.commands import output_console, run_with_runtime
 from argtui.runtime import Runtime
+from engines.student.names import student_name
 from engines.student.ratings import START_STUDENT, student_rating
 from store.students import Student, StudentRepository
 
@@ -28,7 +29,7 @@ async def _rows(runtime: Runtime) -> list[tuple[Student, float, int]]:
 
 
 async def _add(runtime: Runtime, name: str) -> Student:
-    return StudentRepository(runtime.db).add(name)
+    return StudentRepository(runtime.db).add(student_name(name))
 
 
 def _students(args) -> int:

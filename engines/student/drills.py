@@ -33,10 +33,12 @@ import asyncio
 import statistics
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Protocol, Sequence
 
 from fsrs import Card, Rating, Scheduler
 
+from engines.debate.messages import count_words
+from engines.debate.settings import DebateSettings
 from engines.errors import ArgtuiError
 from engines.grice import DEFAULT_STRATEGY, GriceContext
 from engines.inspire.explain import derivation_sentence, verdict_sentence
@@ -325,12 +327,27 @@ JUDGES = {
 }
 
 
-async def answer_drill(ctx: TaskContext, client: LLMClient | None, drill: Drill, answer: str,
+class DrillContext(TaskContext, Protocol):
+    """What judging a drill uses of the application (argtui's Runtime is one)."""
+
+    @property
+    def debate_settings(self) -> DebateSettings: ...
+
+
+async def answer_drill(ctx: DrillContext, client: LLMClient | None, drill: Drill, answer: str,
                        on_progress: Callable[[str], None] | None = None, now: datetime | None = None) -> DrillResult:
     """Judge the answer (by the judge of the drill's kind), store it, and reschedule the drill by
-    its grade. `client` may be None for a drill judged without a model; `on_progress` hears each step."""
+    its grade. `client` may be None for a drill judged without a model; `on_progress` hears each step.
+    An answer a model judges is bounded like a debate message (`max_message_words`): it goes into
+    the judge's prompt. A derivation is bounded by the logic check's line limits."""
     if not answer.strip():
         raise ArgtuiError("write an answer first")
+    limit = ctx.debate_settings.max_message_words
+    if drill.needs_model and (words := count_words(answer)) > limit:
+        raise ArgtuiError(
+            f"your answer has {words:,} words; an answer, like a debate message, may have at most {limit:,} "
+            "(max_message_words under [debate] in the config file)"
+        )
     if drill.needs_model and client is None:
         raise ArgtuiError(f"a {drill.title.lower()} drill is judged by a model, and none answers")
     repository = DrillRepository(ctx.db)
