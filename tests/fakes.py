@@ -25,6 +25,7 @@ program holding the database lock a rating needs.
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import socket
@@ -434,3 +435,17 @@ def lock_held_elsewhere(db: Database) -> Iterator[None]:
     finally:
         other.rollback()
         other.close()
+
+
+def token_logprobs(tokens: Sequence[str | bytes], top_at: dict[int, Sequence[tuple[str, float]]]) -> list[dict]:
+    """`tokens` as llama-server sends them: each with its `bytes`, and as `token` the characters its
+    bytes complete (a token ending mid-character leaves that character out, one holding only its
+    end shows U+FFFD). The tokens at the indices of `top_at` carry those top alternatives and their
+    own logprob among them; the others are certain (logprob 0) with none."""
+    entries = []
+    for index, token in enumerate(tokens):
+        raw = token.encode() if isinstance(token, str) else token
+        text = codecs.getincrementaldecoder("utf-8")("replace").decode(raw, final=False)
+        top = top_at.get(index, ())
+        entries.append({**logprob_entry(text, dict(top).get(text, 0.0), top), "bytes": list(raw)})
+    return entries

@@ -115,7 +115,7 @@ class ScriptedServer:
             # The chosen label is most likely; the others follow at fixed log probabilities.
             others = [FIRST_TOKENS[label] for label in LABELS if FIRST_TOKENS[label] != first_token]
             top = [(first_token, math.log(0.6)), (others[0], math.log(0.3)), (others[1], math.log(0.1))]
-            logprobs = [logprob_entry(first_token, top[0][1], top)]
+            logprobs = [logprob_entry(first_token, top[0][1], top), logprob_entry(content[len(first_token):], 0.0)]
         return chat_reply(content, logprobs=logprobs, prompt_tokens=10, completion_tokens=4)
 
 

@@ -1,10 +1,11 @@
 """The four subjective InspireScore dimensions: one schema-constrained call per text, each
 dimension a 1–5 level with a one-sentence reason, mapped to [0, 1].
 
-Where the backend sends top logprobs, P(level) is read at each score token and the
-dimension's score is the probability-weighted level, Σ P(level) · level (G-Eval's rule):
-a model that emits level 1 for almost every text still ranks texts by how sure it is.
-The emitted (argmax) level is kept beside it, and is the score when no distribution came."""
+Where the backend sends top logprobs, P(level) is read at the token that wrote each score
+(`label_distribution`) and the dimension's score is the probability-weighted level,
+Σ P(level) · level (G-Eval's rule): a model that emits level 1 for almost every text still ranks
+texts by how sure it is. The emitted (argmax) level is kept beside it, and is the score when no
+distribution could be read (`unread` says why)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ TITLES = {
 }
 LEVELS = ("1", "2", "3", "4", "5")
 REASON_CHARS = 160  # one sentence; bounds max_tokens
+TEMPERATURE = 0.0  # greedy, so a rerun gives the cached answer and the emitted level is the likeliest
 
 
 class DimensionAnswer(BaseModel):
@@ -54,8 +56,9 @@ class DimensionScore(BaseModel):
     reason: str
     level: int  # the emitted level, 1..5
     rule: Literal["expected", "argmax"] = "argmax"
-    probability: float | None = None  # P(the emitted level) from logprobs; None when the backend sent none
-    distribution: dict[str, float] = {}  # P(level) over 1..5
+    probability: float | None = None  # P(the emitted level) from logprobs; None when none was read
+    distribution: dict[str, float] = {}  # P(level) over 1..5; empty when none was read
+    unread: str | None = None  # why no distribution was read (rule "argmax")
 
     @model_validator(mode="before")
     @classmethod
@@ -104,12 +107,14 @@ def read_answer(completion: Completion) -> SubjectiveScores:
     for dimension in DIMENSIONS:
         answer: DimensionAnswer = getattr(result.value, dimension)
         offset = _score_offset(result.raw, dimension)
-        distribution = label_distribution(LEVELS, completion, offset) if offset >= 0 else {}
+        reading = label_distribution(LEVELS, completion, str(answer.score), offset, greedy=TEMPERATURE == 0)
+        distribution = reading.distribution
         dimensions[dimension] = DimensionScore(
             dimension=dimension, reason=" ".join(answer.reason.split()), level=answer.score,
             score=expected_score(distribution) if distribution else level_score(answer.score),
             rule="expected" if distribution else "argmax",
             probability=distribution.get(str(answer.score)) if distribution else None, distribution=distribution,
+            unread=reading.unread,
         )
     return SubjectiveScores(dimensions=dimensions, raw=result.raw)
 
@@ -117,10 +122,10 @@ def read_answer(completion: Completion) -> SubjectiveScores:
 async def subjective_scores(
     client: LLMClient, topic: str, text: str, dialogue: Sequence[tuple[str, str]] = ()
 ) -> tuple[SubjectiveScores, Usage]:
-    """The four dimensions of `text` in one call (greedy, so a rerun gives the cached answer)."""
+    """The four dimensions of `text` in one call."""
     [completion] = await client.samples(
         [{"role": "user", "content": prompts.subjective_prompt(topic, text, dialogue)}], 1,
-        Sampling(temperature=0.0, max_tokens=max_tokens_for(SubjectiveAnswer)),
+        Sampling(temperature=TEMPERATURE, max_tokens=max_tokens_for(SubjectiveAnswer)),
         top_logprobs=MAX_TOP_LOGPROBS, constraint=json_schema_constraint(SubjectiveAnswer),
     )
     return read_answer(completion), completion.usage

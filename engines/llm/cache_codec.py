@@ -41,7 +41,11 @@ def completion_to_cache(c: Completion) -> dict:
         "finish_reason": c.finish_reason,
         "prompt_tokens": c.usage.prompt_tokens,
         "completion_tokens": c.usage.completion_tokens,
-        "logprobs": [[t.token, t.logprob, [list(p) for p in t.top]] for t in c.logprobs],
+        # A token's bytes follow when they are not its text's (part of a character).
+        "logprobs": [
+            [t.token, t.logprob, [list(p) for p in t.top], *([] if t.token_bytes is None else [list(t.token_bytes)])]
+            for t in c.logprobs
+        ],
     }
 
 
@@ -57,8 +61,8 @@ def completion_from_cache(data: dict, sample_index: int) -> Completion:
             cached_calls=1,
         ),
         logprobs=tuple(
-            TokenLogprob(token, logprob, tuple((t, lp) for t, lp in top))
-            for token, logprob, top in data.get("logprobs", [])
+            TokenLogprob(token, logprob, tuple((t, lp) for t, lp in top), bytes(raw[0]) if raw else None)
+            for token, logprob, top, *raw in data.get("logprobs", [])
         ),
         sample_index=sample_index,
     )

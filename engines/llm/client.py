@@ -259,10 +259,12 @@ class LLMClient:
         label, completion = picked[0], completions[0]
         if label is None:
             return LabelChoice(None, {}, "text", raw, usage)
-        distribution = label_distribution(labels, completion, completion.text.find(label))
-        if distribution:
-            return LabelChoice(label, distribution, "logprobs", raw, usage)
-        return LabelChoice(label, {x: float(x == label) for x in labels}, "text", raw, usage)
+        reading = label_distribution(
+            labels, completion, label, completion.text.find(label), greedy=merged.temperature == 0
+        )
+        if reading.distribution:
+            return LabelChoice(label, reading.distribution, "logprobs", raw, usage)
+        return LabelChoice(label, {x: float(x == label) for x in labels}, "text", raw, usage, reading.unread)
 
     async def structured(
         self,

@@ -15,7 +15,7 @@ import httpx
 from pydantic import BaseModel, ValidationError
 
 from engines.llm.json_reader import UnreadableJSON, read_json
-from engines.llm.types import Completion, Structured, TokenLogprob
+from engines.llm.types import Completion, LabelReading, Structured, TokenLogprob
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -27,37 +27,66 @@ Answer = tuple[str, str | None, tuple[TokenLogprob, ...]]  # text, finish reason
 
 
 def label_distribution(
-    labels: Sequence[str], completion: Completion, label_offset: int = 0
-) -> dict[str, float]:
-    """P(label) from the top logprobs of the token where the label starts.
+    labels: Sequence[str], completion: Completion, label: str, offset: int, *, greedy: bool
+) -> LabelReading:
+    """P(label) over `labels` from the top logprobs of the token that emitted `label`, which starts
+    at `offset` of the completion's text.
 
-    A candidate token counts for a label when it is a non-empty prefix of that
-    label and of no other; the mass is renormalised over the labels (what the
-    constraint allows). Empty when the server sent no usable logprobs.
+    The token is found by what the tokens spell, never by counting the text's characters: a server
+    may send text without part of what its tokens wrote (a code fence around a JSON answer), so the
+    text is found in the tokens' bytes and the token covering the label's first byte is read. A
+    candidate there counts for a label when, past the part of the emitted token before the label,
+    it holds a non-empty prefix of that label and of no other (whitespace aside); the mass is
+    renormalised over `labels`.
+
+    Not read (`LabelReading.unread` says why) when no logprobs came, when the tokens do not spell
+    the text, when the token there does not begin the label or its candidates hold none of it, or
+    when a `greedy` answer's label is not the most probable one: at temperature 0 the emitted label
+    is the model's likeliest, so a distribution ranking another first misreads it (read at another
+    token, or summing spellings the constraint did not allow: the top logprobs come before it).
     """
-    position, consumed = 0, 0
-    for position, entry in enumerate(completion.logprobs):
-        if consumed + len(entry.token) > label_offset:
+    if not completion.logprobs:
+        return LabelReading({}, "the server sent no logprobs")
+    if not label or offset < 0 or not completion.text.startswith(label, offset):
+        return LabelReading({}, f"{label!r} is not where it was looked for in the answer's text")
+    found = b"".join(entry.spelled for entry in completion.logprobs).find(completion.text.encode())
+    if found < 0:
+        return LabelReading({}, "the tokens' logprobs do not spell the answer's text")
+    at, start = found + len(completion.text[:offset].encode()), 0
+    for entry in completion.logprobs:  # the text, so the label, lies within the tokens: one covers it
+        if start + len(entry.spelled) > at:
             break
-        consumed += len(entry.token)
-    else:
-        return {}
-    entry = completion.logprobs[position]
-    candidates = entry.top or ((entry.token, entry.logprob),)
-    mass: dict[str, float] = {label: 0.0 for label in labels}
+        start += len(entry.spelled)
+    lead = entry.spelled[: at - start].decode(errors="replace")
+    emitted = entry.spelled.decode(errors="replace")
+    if _label_begun(emitted, lead, labels) != label:
+        return LabelReading({}, f"the token {emitted!r} at the label does not begin {label!r}")
+    mass: dict[str, float] = dict.fromkeys(labels, 0.0)
     seen: set[str] = set()
-    for token, logprob in candidates:
-        piece = token.strip()
-        if not piece or piece in seen:
-            continue
-        seen.add(piece)
-        matching = [label for label in labels if label.startswith(piece)]
-        if len(matching) == 1:
-            mass[matching[0]] += math.exp(logprob)
+    for token, logprob in entry.top or ((entry.token, entry.logprob),):
+        begun = _label_begun(token, lead, labels)
+        if begun is not None and token.strip() not in seen:
+            seen.add(token.strip())
+            mass[begun] += math.exp(logprob)
+    if mass[label] <= 0:
+        return LabelReading({}, f"the top logprobs at the token of {label!r} do not hold it")
+    likeliest = max(labels, key=mass.__getitem__)
+    if greedy and mass[likeliest] > mass[label] * (1 + 1e-9):
+        return LabelReading(
+            {}, f"the most probable label read there, {likeliest!r}, is not the emitted {label!r} of a greedy answer"
+        )
     total = sum(mass.values())
-    if total <= 0:
-        return {}
-    return {label: value / total for label, value in mass.items()}
+    return LabelReading({name: value / total for name, value in mass.items()})
+
+
+def _label_begun(token: str, lead: str, labels: Sequence[str]) -> str | None:
+    """The one label whose non-empty prefix `token` holds past `lead` (whitespace aside), or None."""
+    piece, lead = token.strip(), lead.strip()
+    if not piece.startswith(lead):
+        return None
+    rest = piece[len(lead):].lstrip()
+    matching = [name for name in labels if rest and name.startswith(rest)]
+    return matching[0] if len(matching) == 1 else None
 
 
 def parse_structured(model_cls: type[ModelT], completion: Completion) -> Structured[ModelT]:
@@ -73,7 +102,8 @@ def parse_structured(model_cls: type[ModelT], completion: Completion) -> Structu
 
 
 def parse_logprobs(choice: dict) -> tuple[TokenLogprob, ...]:
-    """The per-token logprobs (with their top alternatives) of one answer choice."""
+    """The per-token logprobs (with their top alternatives and, where they differ from the
+    token's text, its `bytes`) of one answer choice."""
     content = (choice.get("logprobs") or {}).get("content") or []
     return tuple(
         TokenLogprob(
@@ -83,9 +113,21 @@ def parse_logprobs(choice: dict) -> tuple[TokenLogprob, ...]:
                 (str(alt.get("token", "")), float(alt.get("logprob", -math.inf)))
                 for alt in item.get("top_logprobs") or []
             ),
+            token_bytes=_bytes_of(item),
         )
         for item in content
     )
+
+
+def _bytes_of(item: dict) -> bytes | None:
+    """A token's `bytes` (a list of 0–255), None where the server sent none or they spell its text."""
+    raw = item.get("bytes")
+    if raw is None:
+        return None
+    if not isinstance(raw, list):  # bytes(10**12) would allocate a terabyte
+        raise TypeError(f"bytes is a {type(raw).__name__}, not a list")
+    spelled = bytes(raw)  # ValueError (one of SHAPE_ERRORS) for a number outside 0–255
+    return None if spelled == str(item.get("token", "")).encode() else spelled
 
 
 def answer_choices(data: dict) -> tuple[list[Answer], tuple[int, int, int]]:

@@ -84,9 +84,19 @@ class Ping:
 
 @dataclass(frozen=True)
 class TokenLogprob:
+    """One emitted token: its text, logprob and top alternatives. `token_bytes` are its bytes as the
+    server sent them, where they differ from the text's: a token may hold part of a character,
+    which its text leaves out."""
+
     token: str
     logprob: float
     top: tuple[tuple[str, float], ...] = ()
+    token_bytes: bytes | None = None
+
+    @property
+    def spelled(self) -> bytes:
+        """What the token wrote."""
+        return self.token.encode() if self.token_bytes is None else self.token_bytes
 
 
 @dataclass(frozen=True)
@@ -114,7 +124,8 @@ class LabelChoice:
 
     `label` is None when the output was not one of the labels (`raw` keeps it).
     `source` says where the distribution came from: token logprobs, sampled
-    votes, or only the emitted text (a point mass).
+    votes, or only the emitted text (a point mass); `unread` says why logprobs
+    asked for gave no distribution (see `LabelReading`).
     """
 
     label: str | None
@@ -122,10 +133,20 @@ class LabelChoice:
     source: Literal["logprobs", "votes", "text"]
     raw: str
     usage: Usage
+    unread: str | None = None
 
     @property
     def valid(self) -> bool:
         return self.label is not None
+
+
+@dataclass(frozen=True)
+class LabelReading:
+    """P(label) read from the logprobs of the token that emitted a label, or, with an empty
+    `distribution`, why it could not be read (`unread`): then only the emitted label is known."""
+
+    distribution: dict[str, float]
+    unread: str | None = None
 
 
 @dataclass(frozen=True)
