@@ -18,7 +18,7 @@ from engines.inspire.subjective import DIMENSIONS, LEVELS, subjective_scores
 from engines.llm.client import LLMClient
 from engines.llm.parsing import label_distribution
 from engines.llm.profile import Sampling
-from engines.llm.types import Completion, TokenLogprob, Usage
+from engines.llm.types import BackendError, Completion, TokenLogprob, Usage
 from fakes import FakeServer, chat_reply, token_logprobs
 from store.llm_cache import ResponseCache
 
@@ -187,6 +187,16 @@ async def test_a_choice_whose_logprobs_cannot_be_aligned_is_the_emitted_label_an
     assert (unaligned.label, unaligned.source) == ("Premise", "text")
     assert unaligned.distribution == {"Claim": 0.0, "Premise": 1.0, "MajorClaim": 0.0}
     assert "do not spell the answer's text" in unaligned.unread
+
+
+@pytest.mark.parametrize("sent", [10**12, "caf", [300]])
+async def test_token_bytes_of_another_shape_are_an_answer_of_an_unexpected_shape(fake_server, sent):
+    """A token's `bytes` is a list of 0–255: a number (which would allocate that many bytes), a
+    string or a number out of range is the server's error, named, not a crash."""
+    fake_server.answer = [chat_reply("1", logprobs=[{"token": "1", "logprob": 0.0, "top_logprobs": [], "bytes": sent}])]
+    async with LLMClient(fake_server.profile(retries=0)) as client:
+        with pytest.raises(BackendError, match="unexpected shape"):
+            await client.chat([{"role": "user", "content": "level?"}], top_logprobs=5)
 
 
 # ---------------------------------------------------------------- the embedded model
