@@ -363,11 +363,24 @@ class ArenaScreen(StepsBack):
             return
 
         async def use(columns: list[JudgeColumn] | None) -> None:
-            if columns is not None:
-                self.columns = columns
-                await self._build_cards()
-                if self.item is not None and self.auto_judge:
-                    self.action_judge()
+            if columns is None:
+                return
+            # A judge that answered the item keeps its answer and its time: asked again, it would
+            # answer from the response cache, and its time would read "cached".
+            answered = {}
+            for card in self.query(JudgeCard):
+                if card.answer is not None:
+                    answered[card.column] = card.answer
+                elif card.worker is not None:
+                    card.worker.cancel()
+            self.columns = columns
+            await self._build_cards()
+            cards = list(self.query(JudgeCard))
+            for card in cards:
+                if card.column in answered:
+                    card.show_answer(answered[card.column])
+            if self.auto_judge:
+                self._judge_cards([card for card in cards if card.answer is None])
 
         self.app.push_screen(JudgePicker(self._profiles(), self.arena_task, self.columns or []), use)
 
@@ -452,10 +465,13 @@ class ArenaScreen(StepsBack):
     # ------------------------------------------------------------------ judging
 
     def action_judge(self) -> None:
+        self.workers.cancel_group(self, "judges")
+        self._judge_cards(list(self.query(JudgeCard)))
+
+    def _judge_cards(self, cards: Sequence[JudgeCard]) -> None:
         if self.item is None or self.arena_task is None:
             return
-        self.workers.cancel_group(self, "judges")
-        for card in self.query(JudgeCard):
+        for card in cards:
             meter = UsageMeter()
             card.show_judging(meter)
             card.worker = self.run_worker(

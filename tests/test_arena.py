@@ -7,7 +7,7 @@ import math
 import random
 
 import pytest
-from textual.widgets import Select, Static
+from textual.widgets import SelectionList, Select, Static
 
 from argtui.app import ArgtuiApp
 from argtui.config import load_config
@@ -235,3 +235,45 @@ def test_arena_snapshot(offline_backend, snap_compare, until):
         await pilot.pause()
 
     assert snap_compare(ArgtuiApp(), terminal_size=(80, 24), run_before=draw_and_reveal)
+
+
+class CountingTask(EchoTask):
+    """Echo with two variants that counts its calls; a second call of a variant answers as the
+    response cache would (every call cached)."""
+
+    name, title = "counting", "Counting echo"
+
+    def __init__(self):
+        self.calls: list[str] = []
+
+    def variants(self):
+        return ("always", "again")
+
+    async def judge(self, ctx, item, variant, client, options):
+        cached = variant in self.calls
+        self.calls.append(variant)
+        return Verdict(label="yes", usage=Usage(calls=1, cached_calls=int(cached)))
+
+
+async def test_adding_a_judge_keeps_the_answers_and_times_of_the_judges_that_answered(offline_backend, until):
+    task = registry.register(CountingTask())
+    try:
+        app = ArgtuiApp()
+        async with app.run_test(size=(100, 30)) as pilot:
+            screen = ArenaScreen(task="counting", seed=1, judges=[JudgeColumn(offline_backend, "always")])
+            await app.push_screen(screen)
+            first = screen.query_one(JudgeCard)
+            await until(pilot, lambda: first.answer is not None)
+            answered = first.answer
+            await pilot.press("c")
+            picker = app.screen
+            picker.query_one(SelectionList).select(1)  # the "again" column
+            picker.action_confirm()
+            await until(pilot, lambda: len(screen.query(JudgeCard)) == 2
+                        and all(card.answer is not None for card in screen.query(JudgeCard)))
+            kept, added = screen.query(JudgeCard)
+            assert task.calls == ["always", "again"]  # the first judge was not asked again
+            assert kept.answer is answered and "cached" not in str(kept.render())
+            assert str(kept.render()).endswith(" s") and added.column.variant == "again"
+    finally:
+        registry.unregister(task.name)
