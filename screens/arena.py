@@ -94,12 +94,10 @@ def side_text(side: ItemSide) -> Text:
 
 def answer_time(answer: Verdict) -> str:
     """How long the answer took, or that it came from the cache (then no time is meaningful)."""
-    usage = answer.usage
-    if usage.cached:
-        return "cached"
-    if usage.cached_calls:
-        return f"{answer.seconds:.2f} s ({usage.cached_calls} of {usage.calls} cached)"
-    return f"{answer.seconds:.2f} s"
+    share = answer.usage.cache_share
+    if answer.usage.cached:
+        return share
+    return f"{answer.seconds:.2f} s ({share})" if share else f"{answer.seconds:.2f} s"
 
 
 def clock(seconds: float) -> str:

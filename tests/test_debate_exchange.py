@@ -5,12 +5,16 @@ with `argtui debate --script` (the real llama-server) printing the Coach too."""
 from __future__ import annotations
 
 import asyncio
+import io
 from contextlib import aclosing
 from dataclasses import replace
 
 import pytest
 
+from rich.console import Console
+
 from argtui.cli import main
+from argtui.commands.debate import exchange_titles, waterfall
 from argtui.config import load_config
 from argtui.runtime import Runtime
 from engines.debate.exchange import (
@@ -26,7 +30,8 @@ from engines.debate.exchange import (
     ReplyStored,
     reply_context,
 )
-from engines.debate.opponent import StepStarted
+from engines.debate.levels import get_level
+from engines.debate.opponent import FALLBACK_STEP, StepStarted
 from engines.debate.records import DebateRecords, GriceRecord
 from engines.debate.session import DebateSession, JudgingChoice
 from engines.judging.evaluate import judge_id
@@ -38,6 +43,7 @@ from engines.tasks.grice import TASK as GRICE
 from fakes import chat_reply, stream_reply
 from store import Database
 from store.debates import DebateRepository, TurnState
+from store.llm_cache import ResponseCache
 
 CLAIM = "We should abandon the use of school uniform"  # a topic of the bundled corpus
 MESSAGES = (
@@ -132,6 +138,53 @@ async def test_without_judges_the_exchange_is_the_reply_alone(runtime, fake_serv
     assert not any(isinstance(e, (GriceStarted, LabellingStarted, CoachStarted)) for e in events)
     assert isinstance(events[-1], ExchangeDone) and isinstance(events[-2], ReplyStored)
     assert fake_server.bodies == []
+    await runtime.aclose()
+
+
+def waterfall_rows(timings, level: int) -> dict[str, str]:
+    """The waterfall `argtui debate --timings` prints, as text, by step title."""
+    console = Console(width=200, file=io.StringIO(), record=True)
+    console.print(waterfall(timings, exchange_titles(get_level(level))))
+    rows = console.export_text().splitlines()[1:]  # after the title
+    return {row.split("  ")[0].strip(): " ".join(row.split()) for row in rows if row.strip()}
+
+
+async def test_the_timings_mark_answers_from_the_response_cache_and_say_why_a_step_failed(
+    runtime, fake_server, retriever
+):
+    reply = "Bullies find other targets, so uniforms change little."
+
+    def answer(body: dict):  # level 1: the streamed draft, then its stance check ("no": the bot's side)
+        return stream_reply(reply, prompt_tokens=300) if body.get("stream") else chat_reply("no", prompt_tokens=40)
+
+    fake_server.answer = answer
+    client = LLMClient(fake_server.profile(kind="vllm", retries=0), ResponseCache(runtime.db))
+    fresh, cached = [await new_exchange(runtime, client, retriever, during=False, level=1).send(MESSAGES[0])
+                     for _ in range(2)]  # the same message in two debates: the second is answered from the cache
+    [asked] = [t for t in fresh.timings if t.name == "reply"]
+    [replayed] = [t for t in cached.timings if t.name == "reply"]
+    assert (asked.usage.computed_prompt_tokens, asked.usage.cached_calls) == (340, 0)
+    assert replayed.usage.cached and replayed.usage.computed_prompt_tokens == 0
+    assert waterfall_rows(fresh.timings, 1)["Reply"].split()[3:5] == ["340", "0"]  # computed, reused
+    row = waterfall_rows(cached.timings, 1)["Reply"]
+    assert row.split()[3] == "0" and row.endswith("cached")
+
+    def late_draft(body: dict):  # the reply is not written in time; the judges are answered
+        return replace(stream_reply(reply), delay_s=30) if body.get("stream") else chat_reply("no")
+
+    fake_server.answer = late_draft
+    exchange = new_exchange(runtime, client, retriever, during=False, level=1)
+    exchange.turn_timeout_s = 1.0
+    late = await exchange.send(MESSAGES[1])
+    assert late.bot is not None and late.bot.fallback_from.step == "reply"
+    failed = next(t for t in late.timings if t.name == "reply")
+    assert failed.failure == "no reply within 1 s, the turn's time limit" and failed.end_s >= 1.0
+    rows = waterfall_rows(late.timings, 1)
+    assert rows["Reply"].endswith("failed: no reply within 1 s, the turn's time limit")
+    assert rows["Reply"].split()[3:6] == ["–", "–", "–"]  # what the cut-off step cost is not known
+    failed_end = float(rows["Reply"].split()[2])
+    assert float(rows[FALLBACK_STEP[1]].split()[len(FALLBACK_STEP[1].split())]) >= failed_end  # then level 0's
+    await client.aclose()
     await runtime.aclose()
 
 

@@ -18,11 +18,13 @@ from engines.debate.levels import (
     LEVELS, default_level, get_level, labels_during_reply, opponent,
 )
 from engines.debate.opponent import (
+    FALLBACK_STEP,
     DebateSetup,
     DialogueTurn,
     DraftWriting,
     ReplyProgress,
     ReplyRejected,
+    StepFailed,
     StepFinished,
     StepStarted,
     TurnCompleted,
@@ -186,10 +188,13 @@ async def test_a_draft_the_stance_check_rejects_is_written_again(retriever, fake
     turn = events[-1].turn
     assert turn.reply == "Bullies find other targets anyway." and not turn.fallback
     assert turn.steps.reply.rejected[0].kind == "stance"
-    # Only the draft that passed is shown; until then, how long each draft has grown.
+    # Only the draft that passed becomes the reply; each draft streams as a draft until then.
     assert [e.text for e in events if isinstance(e, ReplyProgress)] == ["Bullies find other targets anyway."]
     writing = [e for e in events if isinstance(e, DraftWriting)]
     assert {e.attempt for e in writing} == {1, 2} and writing[-1].words == 5
+    drafts = {e.attempt: e.text for e in writing}  # the last text of each
+    assert drafts == {1: "Uniforms are great and stop bullying.", 2: "Bullies find other targets anyway."}
+    assert len([e for e in writing if e.attempt == 1]) > 1  # it grew piece by piece
     await client.aclose()
 
 
@@ -303,6 +308,10 @@ async def test_a_step_past_its_time_limit_gives_level_0_s_answer_naming_the_step
     events = await run(opponent(level, client, retriever, step_timeouts={step: 0.5}))
     turn = events[-1].turn
     assert (turn.fallback_from.step, turn.fallback_from.error) == (step, "timed out after 0.5 s")
+    # The failed step says so before level 0's answer starts.
+    failed = next(i for i, e in enumerate(events) if isinstance(e, StepFailed))
+    assert (events[failed].step, events[failed].error) == (step, "timed out after 0.5 s")
+    assert events[failed + 1] == StepStarted(FALLBACK_STEP[0])
     assert time.perf_counter() - started < 5  # the step was stopped, not waited for
     level_0 = (await run(opponent(0, client, retriever)))[-1].turn
     assert turn.reply == level_0.reply and turn.level == level and turn.steps.fallback_from == turn.fallback_from

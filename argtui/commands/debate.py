@@ -12,7 +12,7 @@ from rich.text import Text
 from argtui.commands import run_with_runtime
 from argtui.runtime import Runtime
 from engines.debate.export import rad_run
-from engines.debate.levels import EMBEDDED_LEVEL, LEVELS, default_level, get_level
+from engines.debate.levels import EMBEDDED_LEVEL, LEVELS, OpponentLevel, default_level, get_level
 from engines.debate.exchange import (
     BotProgress,
     CoachFailed,
@@ -26,7 +26,15 @@ from engines.debate.exchange import (
     LabelsStored,
     StepTiming,
 )
-from engines.debate.opponent import ReplyRejected, StepFinished, StepStarted, TurnCompleted, TurnFailed
+from engines.debate.opponent import (
+    FALLBACK_STEP,
+    ReplyRejected,
+    StepFailed,
+    StepFinished,
+    StepStarted,
+    TurnCompleted,
+    TurnFailed,
+)
 from engines.debate.records import DebateRecords
 from engines.debate.session import DEFAULT_GRICE_STRATEGY, DebateSession, JudgingChoice
 from engines.errors import ArgtuiError
@@ -120,24 +128,36 @@ async def _list(runtime: Runtime) -> int:
 WATERFALL_WIDTH = 20  # characters of the bar column
 
 
+def exchange_titles(level: OpponentLevel) -> dict[str, str]:
+    """The title of each piece of an exchange: the level's steps, level 0's answer after a failed
+    one, and the judgments."""
+    return {**dict(level.steps), FALLBACK_STEP[0]: FALLBACK_STEP[1], "components": "Components", "grice": "Grice",
+            "coach": "Coach"}
+
+
 def waterfall(timings: list[StepTiming], titles: dict[str, str]) -> Table:
-    """Each piece of an exchange as a bar on one time axis from Enter, with its tokens:
-    prompt tokens the server computed, those it reused from its prompt cache, and generated."""
+    """Each piece of an exchange as a bar on one time axis from Enter, with its tokens: prompt
+    tokens a server computed, those it reused from its prompt cache, and generated; answers from
+    argtui's response cache are marked so, a failed piece (red) says why."""
     span = max((timing.end_s for timing in timings), default=0.0) or 1.0
     table = Table(box=None, padding=(0, 1), title_justify="left",
                   title="  timings (seconds from Enter; prompt tokens computed / reused; tokens generated)")
     table.add_column("step", no_wrap=True)
     for header in ("start", "end", "computed", "reused", "generated"):
-        table.add_column(header, justify="right", no_wrap=True)
-    table.add_column("", no_wrap=True)
+        table.add_column(header, justify="right", no_wrap=True, min_width=len(header))
+    table.add_column("", no_wrap=True, min_width=WATERFALL_WIDTH)
+    table.add_column("")  # cached, or why it failed: wrapped in a narrow terminal, the numbers stay whole
     for timing in sorted(timings, key=lambda timing: timing.start_s):
         first = round(timing.start_s / span * WATERFALL_WIDTH)
         length = max(1, round((timing.end_s - timing.start_s) / span * WATERFALL_WIDTH))
-        usage = timing.usage
+        usage, failed = timing.usage, timing.failure is not None
+        tokens = [str(usage.computed_prompt_tokens), str(usage.reused_prompt_tokens), str(usage.completion_tokens)]
+        if failed and not usage.calls:  # a failed step of the bot's: its level reports only why
+            tokens = ["–"] * 3
         table.add_row(
-            Text(titles.get(timing.name, timing.name)), f"{timing.start_s:.2f}", f"{timing.end_s:.2f}",
-            str(usage.computed_prompt_tokens), str(usage.reused_prompt_tokens), str(usage.completion_tokens),
-            Text(" " * first + "█" * length, style="cyan"),
+            Text(titles.get(timing.name, timing.name)), f"{timing.start_s:.2f}", f"{timing.end_s:.2f}", *tokens,
+            Text(" " * first + "█" * length, style="red" if failed else "cyan"),
+            Text(f"failed: {timing.failure}", style="red") if failed else Text(usage.cache_share, style="dim"),
         )
     return table
 
@@ -175,7 +195,7 @@ async def _play(runtime: Runtime, args, lines: list[str]) -> int:
         err.print(f"no model answers: {no_model}", style="yellow", markup=False, highlight=False, soft_wrap=True)
         err.print(f"level {level.number} debates on from the argument base; {JUDGING_OFF}", style="yellow",
                   markup=False, highlight=False, soft_wrap=True)
-    step_titles = {**dict(level.steps), "components": "Components", "grice": "Grice", "coach": "Coach"}
+    step_titles = exchange_titles(level)
     failures = 0
     for number, message in enumerate(lines, 1):
         err.print(Text.assemble((f"turn {number}", "bold"), f" student: {message}"), highlight=False)
@@ -285,7 +305,7 @@ class _ExchangePrinter:
             self._line(f"  ✓ {title} ({event.seconds:.1f} s, {event.attempts} attempt(s))")
         elif isinstance(event, ReplyRejected):
             self._line(f"  ↻ draft {event.attempt} rejected: {event.reason}")
-        elif isinstance(event, TurnFailed):
+        elif isinstance(event, (StepFailed, TurnFailed)):
             self._line(f"  ✗ {title}: {event.error}", style="red")
         elif isinstance(event, TurnCompleted):
             bot = event.turn

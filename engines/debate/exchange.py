@@ -21,7 +21,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Protocol, Sequence
 
-from engines.debate.opponent import BotTurn, PipelineEvent, StepFinished, StepStarted, TurnFailed
+from engines.debate.opponent import BotTurn, PipelineEvent, StepFailed, StepFinished, StepStarted, TurnFailed
 from engines.debate.records import ComponentRecord, GriceRecord, MetricRecord, StoredTurn
 from engines.debate.session import DebateSession
 from engines.errors import ArgtuiError
@@ -180,7 +180,8 @@ class StepTiming:
     name: str  # a step of the bot's level, "components", "grice" or "coach"
     start_s: float
     end_s: float
-    usage: Usage
+    usage: Usage  # none counted for a failed step of the bot's: its level reports only why
+    failure: str | None = None  # why it failed (a time limit, the backend, its output); None: it finished
 
 
 @dataclass
@@ -382,12 +383,12 @@ class DebateExchange:
 
 
 class _Clock:
-    """When each piece of an exchange ran, from its start."""
+    """When each piece of an exchange ran, from its start, and how it ended."""
 
     def __init__(self) -> None:
         self.stopwatch = Stopwatch()  # from the exchange's start
         self.timings: list[StepTiming] = []
-        self._step_started: dict[str, float] = {}
+        self._step_started: dict[str, float] = {}  # the bot's steps that have not ended
 
     def now(self) -> float:
         return self.stopwatch.seconds
@@ -396,15 +397,28 @@ class _Clock:
         if isinstance(event, StepStarted):
             self._step_started[event.step] = self.now()
         elif isinstance(event, StepFinished):
-            started = self._step_started.get(event.step, 0.0)
+            started = self._step_started.pop(event.step, 0.0)
             self.timings.append(StepTiming(event.step, started, self.now(), event.usage))
+        elif isinstance(event, StepFailed):
+            self._failed(event.step, event.error)
+        elif isinstance(event, TurnFailed):  # the step running, or level 0's answer after it, failed
+            for step in list(self._step_started):
+                self._failed(step, event.error)
+
+    def _failed(self, step: str, error: str) -> None:
+        started = self._step_started.pop(step, 0.0)
+        self.timings.append(StepTiming(step, started, self.now(), Usage(), failure=error))
 
     @contextmanager
     def timed(self, name: str) -> Iterator[None]:
-        """A piece of the exchange, timed with what its model calls cost (when it does not fail)."""
+        """A piece of the exchange, timed with what its model calls cost, or why it failed."""
         start = self.now()
         with UsageMeter().counting() as meter:
-            yield
+            try:
+                yield
+            except (ArgtuiError, StoreError) as exc:
+                self.timings.append(StepTiming(name, start, self.now(), meter.usage, failure=one_line(exc)))
+                raise
         self.timings.append(StepTiming(name, start, self.now(), meter.usage))
 
 

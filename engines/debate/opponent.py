@@ -3,7 +3,8 @@ turn, the turn it fills (`BotTurn`), the steps' time limits (`StepClock`) and `O
 the base of the levels, with its checked reply (`engines.debate.replies`): a draft that is
 too long, repeats the instructions or argues the student's side is retried once with the
 reason, then replaced by the best selected argument's text, marked as a fallback; a draft
-shows (`ReplyProgress`) only once it passes, its length (`DraftWriting`) until then. Level 0's
+streams as `DraftWriting` (its text and length) and becomes the reply (`ReplyProgress`) only
+once it passes. Level 0's
 answer, the best counter-argument from the argument base word for word, is here too: a level
 whose model step fails answers with it, marked as such (`Opponent.fallback_turn`).
 
@@ -83,10 +84,11 @@ class ReplyProgress:
 
 @dataclass(frozen=True)
 class DraftWriting:
-    """A reply draft is being written; it is shown once it passes the checks."""
+    """A reply draft is being written: shown as a draft, it becomes the reply once it passes the checks."""
 
     words: int  # written so far
     attempt: int  # 1-based
+    text: str = ""  # written so far
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,14 @@ class ReplyRejected:
     reason: str
     text: str
     attempt: int
+
+
+@dataclass(frozen=True)
+class StepFailed:
+    """A step of the level failed (its output, its time limit, the backend); level 0's answer follows."""
+
+    step: str
+    error: str
 
 
 @dataclass(frozen=True)
@@ -160,7 +170,8 @@ class TurnCompleted:
 
 
 PipelineEvent = (
-    StepStarted | StepFinished | DraftWriting | ReplyProgress | ReplyRejected | TurnFailed | TurnCompleted
+    StepStarted | StepFinished | StepFailed | DraftWriting | ReplyProgress | ReplyRejected | TurnFailed
+    | TurnCompleted
 )
 
 
@@ -410,6 +421,7 @@ class Opponent:
         if not self.needs_model:
             yield failure
             return
+        yield StepFailed(failure.step, failure.error)
         stopwatch = stopwatch or Stopwatch()
         turn = self._new_turn()
         turn.fallback_from = turn.steps.fallback_from = FallbackRecord(
@@ -473,13 +485,10 @@ class Opponent:
         accepted: Reply | None = None
         for attempt in range(self.attempts):
             draft = Draft(None, "", "no output came")
-            words = 0
             async for event in clock.events(write(attempt, rejection)):
                 if isinstance(event, ReplyProgress):
-                    # A draft may still be rejected: its length shows, its text once it passes.
-                    if count_words(event.text) != words:
-                        words = count_words(event.text)
-                        yield DraftWriting(words, attempt + 1)
+                    # A draft may still be rejected: it streams as a draft, the reply once it passes.
+                    yield DraftWriting(count_words(event.text), attempt + 1, event.text)
                 else:
                     draft = event
             rejection = await self._rejection(clock, setup, draft, templates)

@@ -50,7 +50,8 @@ def completion_to_cache(c: Completion) -> dict:
 
 
 def completion_from_cache(data: dict, sample_index: int) -> Completion:
-    """An answer read back from the cache: its usage counts it as one cached call."""
+    """An answer read back from the cache: its usage counts it as one cached call, whose prompt no
+    server computed."""
     return Completion(
         text=data["text"],
         finish_reason=data.get("finish_reason"),
@@ -59,6 +60,7 @@ def completion_from_cache(data: dict, sample_index: int) -> Completion:
             completion_tokens=data.get("completion_tokens", 0),
             calls=1,
             cached_calls=1,
+            cached_prompt_tokens=data.get("prompt_tokens", 0),
         ),
         logprobs=tuple(
             TokenLogprob(token, logprob, tuple((t, lp) for t, lp in top), bytes(raw[0]) if raw else None)

@@ -21,7 +21,8 @@ class Usage:
     `calls` counts answers (one per sample), `cached_calls` those the response
     cache gave; `latency_s` adds up the time spent waiting for answers.
     `reused_prompt_tokens` are prompt tokens the server took from its prompt cache
-    instead of computing them.
+    instead of computing them; `cached_prompt_tokens` those of the answers the response
+    cache gave, which no server computed this time.
     """
 
     prompt_tokens: int = 0
@@ -31,6 +32,7 @@ class Usage:
     ttft_s: float | None = None
     calls: int = 0
     cached_calls: int = 0
+    cached_prompt_tokens: int = 0
 
     @property
     def cached(self) -> bool:
@@ -38,12 +40,20 @@ class Usage:
         return self.calls > 0 and self.cached_calls == self.calls
 
     @property
+    def cache_share(self) -> str:
+        """`cached` when every answer came from the response cache, `1 of 3 cached` when some did, else ''."""
+        if self.cached:
+            return "cached"
+        return f"{self.cached_calls} of {self.calls} cached" if self.cached_calls else ""
+
+    @property
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
     @property
     def computed_prompt_tokens(self) -> int:
-        return self.prompt_tokens - self.reused_prompt_tokens
+        """The prompt tokens a server computed for these answers."""
+        return self.prompt_tokens - self.reused_prompt_tokens - self.cached_prompt_tokens
 
     def __add__(self, other: "Usage") -> "Usage":
         if not isinstance(other, Usage):
@@ -56,6 +66,7 @@ class Usage:
             ttft_s=self.ttft_s if self.ttft_s is not None else other.ttft_s,
             calls=self.calls + other.calls,
             cached_calls=self.cached_calls + other.cached_calls,
+            cached_prompt_tokens=self.cached_prompt_tokens + other.cached_prompt_tokens,
         )
 
     def __radd__(self, other):
