@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from store.students import Student
 
 
+log = logging.getLogger("argtui.app")
 _render_strip = Strip.render
 
 
@@ -174,6 +176,12 @@ class ArgtuiApp(App):
 
     async def on_unmount(self) -> None:
         await self.services.aclose()
+
+    def _handle_exception(self, error: Exception) -> None:
+        """An error no screen handled ends the app: logs/argtui.log keeps its traceback (without the
+        local variables Textual prints, which may hold a key) for a bug report."""
+        log.error("the app stopped on an unhandled error", exc_info=error)
+        super()._handle_exception(error)
 
 
 def run_app(

@@ -14,20 +14,20 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
-from textual.screen import Screen
 from textual.widgets import Footer, Header, LoadingIndicator, Static
 
 from engines.debate.levels import get_level
 from engines.errors import ArgtuiError
 from engines.grice import METRICS
 from engines.inspire.score import DIMENSION_TITLES
-from engines.judging.runner import RunProgress
+from engines.judging.runner import RunPaused, RunProgress
 from engines.output import write_text_file
 from engines.student.ballot_export import ballot_markdown
 from engines.student.ballots import end_debate
 from engines.student.ratings import RatingChange
 from engines.tasks.ballot import SPEAKER_POINTS, Ballot, TurnMark
 from screens.glossary import maxim_title
+from screens.mounted import MountedScreen
 from screens.services import services
 from store import StoreError
 from store.debates import DebateRepository
@@ -106,7 +106,7 @@ def rating_text(change: RatingChange | None) -> Text:
     return text
 
 
-class BallotScreen(Screen):
+class BallotScreen(MountedScreen):
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Close"),
         Binding("m", "save_markdown", "Save Markdown", tooltip="Write the ballot as Markdown to the data folder"),
@@ -148,6 +148,8 @@ class BallotScreen(Screen):
         self._judge()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if not super().check_action(action, parameters):  # the widgets are not there (yet)
+            return False
         if action == "save_markdown":
             return self.ballot is not None
         if action == "retry":
@@ -173,8 +175,9 @@ class BallotScreen(Screen):
             self._say("judging the debate: the ballot takes one answer of the model…", working=True)
             ballot, change = await end_debate(context, client, self.debate_id, self._progress)
         except (ArgtuiError, StoreError) as exc:
-            self.failure = str(exc)
-            self._say(Text(f"the ballot failed: {exc} (r tries again)", style="red"), working=False)
+            # A paused run's advice is the command line's; here the screen's key tries again.
+            self.failure = exc.cause if isinstance(exc, RunPaused) else str(exc)
+            self._say(Text(f"the ballot failed: {self.failure} (r tries again)", style="red"), working=False)
             self.refresh_bindings()
             return
         self._show(ballot, change)

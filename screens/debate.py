@@ -29,8 +29,8 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen, Screen
-from textual.widgets import Footer, Header, Input, OptionList, Static, TabbedContent, TabPane
+from textual.screen import ModalScreen
+from textual.widgets import Footer, Header, Input, OptionList, Static, TabbedContent, TabPane, Tabs
 
 from engines.components.types import METHODS as COMPONENT_METHODS
 from engines.debate.levels import LEVELS, OpponentLevel, get_level
@@ -75,6 +75,7 @@ from screens.debate_state import (
 )
 from screens.demo_notice import DemoNotice
 from screens.glossary import component_method_title, grice_strategy_title
+from screens.mounted import MountedScreen
 from screens.services import services
 from screens.widgets.chips import chip_legend
 from screens.widgets.coach import CoachPanel
@@ -121,7 +122,7 @@ class TranscriptScreen(ModalScreen):
             yield Static(Text("Esc closes.", style="dim"))
 
 
-class DebateScreen(Screen):
+class DebateScreen(MountedScreen):
     # Esc goes back one level: from the side panel to the message box; then "Stop turn" while
     # work on a turn runs (it asks first, and offers to leave), "Back" otherwise.
     BINDINGS = [
@@ -518,11 +519,13 @@ class DebateScreen(Screen):
             if isinstance(progress, ReplyProgress):  # a draft that passed its checks, or the reply itself
                 message.drafting = None
                 self._pending_reply = progress.text  # flushed by the timer
-            elif isinstance(progress, ReplyRejected):
+            elif isinstance(progress, ReplyRejected):  # its text goes from the bubble; the next draft streams
+                message.drafting, message.streamed, self._pending_reply = None, "", ""
                 self._say(f"draft {progress.attempt} rejected: {progress.reason}")
             elif not isinstance(progress, TurnCompleted):
                 message.follow(progress)
                 if isinstance(progress, DraftWriting):
+                    self._pending_reply = progress.text  # streams into the bubble, marked as a draft
                     self._say(drafting_text(progress))
         elif isinstance(event, ReplyStored):
             self._flush_reply()
@@ -587,6 +590,8 @@ class DebateScreen(Screen):
     # ------------------------------------------------------------ stopping and retrying
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if not super().check_action(action, parameters):  # the widgets are not there (yet)
+            return False
         if action == "to_message":
             return self._in_side_panel()
         if action == "stop_turn":
@@ -662,9 +667,11 @@ class DebateScreen(Screen):
         self.refresh_bindings()
 
     def _switch_tab(self, step: int) -> None:
+        """The next (or previous) tab, and the focus on the tabs: Esc goes back to the message box."""
         tabs = self.query_one("#side", TabbedContent)
         ids = list(SIDE_TABS)
         tabs.active = ids[(ids.index(tabs.active) + step) % len(ids)]
+        tabs.query_one(Tabs).focus()
 
     def action_next_tab(self) -> None:
         self._switch_tab(1)

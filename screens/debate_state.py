@@ -17,7 +17,7 @@ from typing import Mapping, Sequence
 from rich.text import Text
 
 from engines.debate.levels import OpponentLevel
-from engines.debate.opponent import FALLBACK_STEP, DraftWriting, StepFinished, StepStarted, TurnFailed
+from engines.debate.opponent import FALLBACK_STEP, DraftWriting, StepFailed, StepFinished, StepStarted, TurnFailed
 from engines.debate.pipeline import STEPS
 from engines.debate.records import ComponentRecord, EvidenceRow, GriceRecord, StoredTurn, TurnSteps
 from store.debates import TurnState
@@ -45,7 +45,7 @@ def players_title(level: OpponentLevel, level_rating: float, student: str | None
 
 
 def drafting_text(draft: DraftWriting) -> str:
-    """A reply draft not shown until it passes its checks: how far it is."""
+    """A reply draft, shown as a draft until it passes its checks: how far it is."""
     return f"writing a reply… ({draft.words} words, attempt {draft.attempt})"
 
 
@@ -81,7 +81,7 @@ class Message:
     step_state: dict[str, TurnState] = field(default_factory=dict)
     step_seconds: dict[str, float] = field(default_factory=dict)
     step_titles: Mapping[str, str] = field(default_factory=lambda: dict(STEPS))  # of the debate's level
-    drafting: DraftWriting | None = None  # a draft being written, not shown before its checks pass
+    drafting: DraftWriting | None = None  # a draft being written: shown as one until its checks pass
     evidence: Sequence[EvidenceRow] = ()
     started: float = field(default_factory=time.perf_counter)  # when the running work began
     step_started: float = 0.0  # when the running step began
@@ -151,16 +151,13 @@ class Message:
         if isinstance(event, DraftWriting):
             self.drafting = event
         elif isinstance(event, StepStarted):
-            if event.step == FALLBACK_STEP[0]:  # the level's step that was running failed
-                self.step_state = {step: TurnState.FAILED if state == TurnState.RUNNING else state
-                                   for step, state in self.step_state.items()}
             self.step_state[event.step] = TurnState.RUNNING
             self.step_started = time.perf_counter()
         elif isinstance(event, StepFinished):
             self.step_state[event.step] = TurnState.DONE
             self.steps, self.evidence = event.steps, event.evidence
             self.step_seconds[event.step] = event.seconds
-        elif isinstance(event, TurnFailed):
+        elif isinstance(event, StepFailed | TurnFailed):
             self.step_state[event.step] = TurnState.FAILED
 
     @property

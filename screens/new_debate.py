@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -80,18 +82,18 @@ class NewDebateScreen(Screen):
         self._describe_level()
         self._load_claims()
 
-    @work(thread=True, exclusive=True)
-    def _load_claims(self) -> None:
-        claims = bundled_claims()
+    @work(exclusive=True)
+    async def _load_claims(self) -> None:
+        """Read off the event loop; the worker goes with the screen (Enter may start a debate first),
+        so the claims are never shown in a screen that is gone."""
+        claims = await asyncio.to_thread(bundled_claims)
         rad_path = services(self).dataset_path("touche-rad")
         if rad_path:
             try:
-                claims = cmv_claims(rad_path) + claims
+                claims = (await asyncio.to_thread(cmv_claims, rad_path)) + claims
             except ArgtuiError as exc:
-                self.app.call_from_thread(
-                    self.notify, f"Touché claims not loaded: {exc}", severity="warning", markup=False
-                )
-        self.app.call_from_thread(self._show_claims, claims)
+                self.notify(f"Touché claims not loaded: {exc}", severity="warning", markup=False)
+        self._show_claims(claims)
 
     def _show_claims(self, claims: list[Claim]) -> None:
         self.claims = claims
@@ -118,6 +120,8 @@ class NewDebateScreen(Screen):
         ))
 
     def _start(self, claim: str) -> None:
+        if not self.is_active:  # Enter again while the Debate screen takes over: one debate, not two
+            return
         claim = claim.strip()
         if not claim:
             self.notify("type a claim or pick one from the list", severity="warning")
@@ -145,7 +149,8 @@ class NewDebateScreen(Screen):
 
     @on(OptionList.OptionSelected, "#debates")
     def reopen(self, event: OptionList.OptionSelected) -> None:
-        self.app.switch_screen(DebateScreen(int(event.option.id)))
+        if self.is_active:  # as in `_start`
+            self.app.switch_screen(DebateScreen(int(event.option.id)))
 
 
 MODE = Mode(

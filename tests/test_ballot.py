@@ -47,9 +47,10 @@ from engines.tasks.ballot import (
 from engines.tasks.debate_judges import grice_item
 from engines.tasks.grice import turn_verdict
 from engines.tasks.inspire_turns import TurnJudgment
-from fakes import FakeServer, chat_reply
+from fakes import FakeServer, chat_reply, error_reply
 from store.debates import DebateRepository
 from store.students import StudentRepository
+from test_coach_screens import ballot_server  # noqa: F401 (a fixture)
 
 CLAIM = "School uniforms should be mandatory"
 MESSAGES = ("Uniforms stop bullying. Nobody is mocked for their clothes.", "Uniforms also save parents money.")
@@ -332,3 +333,25 @@ def test_a_scripted_debate_ends_with_a_ballot_as_json_and_markdown_on_the_real_m
     assert (rating["student_after"] > rating["student_before"]) == (ballot.winner == "student")
 
     assert placeholders(markdown_path.read_text(encoding="utf-8")) == GOLDEN.read_text(encoding="utf-8")
+
+
+async def test_the_ballot_screen_says_why_the_backend_failed_and_names_its_key_not_a_command(ballot_server):
+    from textual.widgets import Static
+
+    from argtui.app import ArgtuiApp
+    from screens.ballot import BallotScreen
+    from test_coach_screens import stored_debate as coached_debate, stored_students
+    from test_terminal_sizes import settle
+
+    ballot_server.answer = [error_reply(500, "the server is overloaded")]  # every answer, the ballot's too
+    app = ArgtuiApp(student="Ann")
+    [ann] = stored_students(app, "Ann")
+    debate_id = coached_debate(app, ann.id)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        await app.push_screen(BallotScreen(debate_id))
+        await settle(app, pilot)
+        status = str(app.screen.query_one("#ballot-status", Static).render())
+        assert status.startswith("the ballot failed: ") and "the server is overloaded" in status
+        assert status.endswith("(r tries again)") and "command" not in status
+        assert app.screen.check_action("retry", ())

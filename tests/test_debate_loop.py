@@ -22,7 +22,7 @@ from engines.datasets.shared import RELEASE_FOLDERS, SHARED_DATA_ENV
 from engines.debate.claims import CMV_FILE
 from engines.debate.exchange import BotProgress
 from engines.debate.levels import LEVELS
-from engines.debate.opponent import DraftWriting, ReplyProgress, StepStarted
+from engines.debate.opponent import DraftWriting, ReplyProgress, ReplyRejected, StepStarted
 from engines.debate.records import ComponentRecord, SpanRecord, TranscriptTurn
 from engines.student.ratings import record_result
 from screens.ballot import BallotScreen
@@ -240,6 +240,22 @@ async def test_an_empty_message_says_to_type_one_first(closed_backend, argtui_ho
         assert status(screen).strip() == EMPTY_MESSAGE and not screen.state.messages
 
 
+async def test_f4_goes_to_the_side_panel_s_tabs_and_esc_back_to_the_message_box(closed_backend, argtui_home, until):
+    app = ArgtuiApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_debate(pilot, until, new_debate(argtui_home))
+        box = screen.query_one("#message", Input)
+        assert screen.focused is box
+        await pilot.press("f4")
+        assert screen.query_one("#side", TabbedContent).active == "evidence-tab" and screen.focused is not box
+        await pilot.press("f3")
+        assert screen.query_one("#side", TabbedContent).active == "steps-tab"
+        await pilot.press("escape")
+        assert app.screen is screen and screen.focused is box  # back to the message box, still debating
+        await pilot.press("escape")
+        assert app.screen is not screen  # from the message box, Esc leaves
+
+
 async def test_the_parts_tab_follows_the_latest_student_message(closed_backend, argtui_home, until):
     debate_id = stored_debate(argtui_home)  # a labelled message and its reply
     db = database(argtui_home)
@@ -305,7 +321,7 @@ async def test_the_transcript_screen_explains_the_stored_label(closed_backend, a
 # ---------------------------------------------------------------- level 1
 
 
-async def test_a_level_1_reply_names_its_steps_and_shows_a_draft_by_its_length(closed_backend, argtui_home, until):
+async def test_a_level_1_reply_names_its_steps_and_streams_a_draft_into_its_bubble(closed_backend, argtui_home, until):
     app = ArgtuiApp()
     async with app.run_test(size=(120, 40)) as pilot:
         await app.push_screen(DebateScreen(new_debate(argtui_home, level=1)))
@@ -320,13 +336,22 @@ async def test_a_level_1_reply_names_its_steps_and_shows_a_draft_by_its_length(c
         view = MessageView(reply)
         await screen.query_one("#log").mount(view)
         view.focus()
-        screen._follow(reply, BotProgress(None, DraftWriting(12, 1)))
-        screen._redraw(view)
-        await pilot.pause()
-        line = plain(view.render())
-        assert re.search(r"Reply \d+ s · writing a reply… \(12 words, attempt 1\)", line) and "5 Reply" not in line
-        assert "writing a reply… (12 words, attempt 1)" in status(screen)
+        screen._streaming = view  # the reply being written, as `ReplyStarted` makes it
+
+        async def shows(event) -> str:
+            screen._follow(reply, BotProgress(None, event))
+            screen._redraw(view)
+            await pilot.pause(0.2)  # the reply's refresh timer has run
+            return plain(view.render())
+
+        line = await shows(DraftWriting(4, 1, "Uniforms cost families more"))
+        assert "Bot: Uniforms cost families more" in line  # the draft streams into the bubble
+        assert re.search(r"Reply \d+ s · writing a reply… \(4 words, attempt 1\)", line) and "5 Reply" not in line
+        assert "writing a reply… (4 words, attempt 1)" in status(screen)
         steps = plain(screen.query_one(StepsPanel).content)
         assert "Retrieval" in steps and "Reply" in steps and "5 Reply" not in steps
-        screen._follow(reply, BotProgress(None, ReplyProgress("Uniforms cost families more.")))
-        assert reply.drafting is None and "writing a reply" not in plain(view.render())
+        line = await shows(ReplyRejected("it argues your side", "Uniforms cost families more", 1))
+        assert "Uniforms cost" not in line and status(screen) == "draft 1 rejected: it argues your side\n"
+        assert "Bot: Bullies" in await shows(DraftWriting(1, 2, "Bullies"))  # the next draft streams in its place
+        line = await shows(ReplyProgress("Bullies find other targets."))
+        assert reply.drafting is None and "writing a reply" not in line and "Bot: Bullies find other targets." in line

@@ -3,13 +3,18 @@ transcript targets, the status line and the turn count, from turns stored in a r
 
 from __future__ import annotations
 
+import io
+
+from rich.console import Console
+
 from engines.components.records import text_key, typed_item, verdict_of
 from engines.components.types import ComponentResult, Span
-from engines.debate.opponent import StepFinished, StepStarted, TurnFailed
+from engines.debate.opponent import FALLBACK_STEP, StepFailed, StepFinished, StepStarted, TurnFailed
 from engines.debate.records import ComponentRecord, DebateRecords, SpanRecord, StoredTurn, TurnSteps
 from engines.judging.store import JudgmentStore
 from engines.judging.verdict import JudgeId
 from screens.debate_state import DebateState, Message, turns_text
+from screens.widgets.strategy import steps_panel
 from store import Database
 from store.debates import DebateRepository
 
@@ -127,3 +132,15 @@ def test_a_message_restarted_loses_its_labels():
     message.begin()
     assert (message.state, message.status, message.components, message.limit_s) == ("running", "", None, None)
     assert message.clock().endswith(" s") and "/" not in message.clock()
+
+
+def test_a_failed_step_is_marked_in_words_before_level_0_s_answer():
+    reply = Message("assistant")
+    for event in (StepStarted("reply"), StepFailed("reply", "timed out after 30 s"), StepStarted(FALLBACK_STEP[0])):
+        reply.follow(event)
+    assert reply.step_state == {"reply": "failed", FALLBACK_STEP[0]: "running"}
+    console = Console(width=40, file=io.StringIO(), record=True)
+    console.print(steps_panel(reply, [("retrieval", "Retrieval"), ("reply", "Reply")]))
+    panel = console.export_text()
+    assert "✗ Reply" in panel and "failed" in panel and "TurnState" not in panel
+    assert FALLBACK_STEP[1] in panel  # the step that answers instead

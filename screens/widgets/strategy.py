@@ -67,7 +67,7 @@ def steps_panel(message: Message, steps: Sequence[tuple[str, str]]) -> Renderabl
         seconds = time.perf_counter() - message.step_started if running else message.step_seconds.get(step)
         lines.append(f"{mark} {title}", style=style)
         lines.append(f"  {seconds:.1f} s" if seconds is not None else "", style="dim")
-        lines.append(f"  {state}\n" if state in UNFINISHED else "\n", style=style)
+        lines.append(f"  {state.value}\n" if state in UNFINISHED else "\n", style=style)  # "failed", "cancelled"
     parts: list[RenderableType] = [lines]
     if message.steps.strategy:
         parts.append(strategy_card(message.steps.strategy))

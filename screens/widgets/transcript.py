@@ -55,7 +55,8 @@ class MessageView(Static, can_focus=True):
             tail = self._labelling_line()
             return Group(head + body, tail) if tail else head + body
         if m.state == TurnState.RUNNING:
-            return Group(head + Text(m.content or "…"),
+            # A draft shows dimmed: the reply checks may still reject it.
+            return Group(head + Text(m.content or "…", style="dim italic" if m.drafting else ""),
                          Text(f"{spinner(m.started)} {m.doing()} · turn {m.clock()} · Esc stops", style="dim"))
         if m.state == TurnState.FAILED:
             return head + Text(f"failed: {m.error} · {RETRY_KEY} runs the turn again", style="bold red")
