@@ -151,7 +151,7 @@ async def test_every_task_of_the_registry_is_listed_with_its_stored_judges(offli
         assert empty[1] == "no stored judge: run\n argtui eval unjudged-toy"
 
 
-@pytest.mark.parametrize("tab", ["agreement", "scatter"])
+@pytest.mark.parametrize("tab", ["agreement", "scatter", "audit"])
 def test_leaderboard_snapshot(offline_backend, snap_compare, tab, until):
     app = ArgtuiApp()
     insert_judges(app.services.db)
@@ -159,7 +159,7 @@ def test_leaderboard_snapshot(offline_backend, snap_compare, tab, until):
     async def open_tab(pilot):
         screen = LeaderboardScreen(judge=CLOSE, topic=20)
         await pilot.app.push_screen(screen)
-        await until(pilot, lambda: screen.board is not None and pilot.app.backend_status is not None)
+        await until(pilot, lambda: screen.board is not None and screen.audits is not None and pilot.app.backend_status is not None)
         screen.query_one(TabbedContent).active = tab
         await pilot.pause()
 
@@ -234,3 +234,53 @@ async def test_with_no_stored_judge_every_tab_says_what_to_do_and_the_status_fit
             hint = screen.query_one(f"#{tab}-empty", Static)
             assert hint.has_class("-shown") and hint.region.height > 0, tab
             assert "argtui eval pairwise" in str(hint.render()), tab
+
+
+ONE_PAIR_JUDGE = JudgeId.of("embedded", "SmolLM2-135M-Instruct-Q8_0.gguf", "few/runs3@t1")
+
+
+async def test_a_judge_with_one_pair_shows_no_statistic_and_says_why(offline_backend, until):
+    """One judged pair gives BT scores of two arguments: every correlation is ±1 and every z-score
+    ±1 whatever was judged, so r, ρ, τ, MAE and RMSE are "–", as are κ, α and % on one pair."""
+    app = ArgtuiApp()
+    [item] = select_items(load_webis(), ["logical"], [20], limit=1)
+    JudgmentStore(app.services.db, "pairwise").save(ONE_PAIR_JUDGE, [
+        (stored(item.key, item.expert), Verdict(label=FLIP[item.expert] if item.expert != "Tie" else "A",
+                                                data={"run_labels": ["A", "A", "A"]}))])
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = LeaderboardScreen(topic=20)
+        await app.push_screen(screen)
+        await until(pilot, lambda: screen.board is not None and screen.audits is not None)
+        await pilot.pause()
+        result = screen.board.results[ONE_PAIR_JUDGE.name]
+        assert (result.pairs, result.scores.n) == (1, 2)
+        table = screen.query_one("#agreement-table", DataTable)
+        judge_row = [str(cell) for cell in table.get_row_at(1)]
+        assert judge_row[0] == "SmolLM2-135M@embed…\n Few-shot runs3@t1"  # the whole name: the detail line
+        assert [cell.strip() for cell in judge_row[3:]] == ["–"] * 8
+        assert all(cell.startswith(" ") for cell in judge_row[1:])  # a space before every number
+        experts_row = [str(cell) for cell in table.get_row_at(0)]
+        assert all(cell.strip() not in ("", "–") for cell in experts_row[3:])
+        table.move_cursor(row=1)
+        await pilot.pause()
+        detail = str(screen.query_one("#agreement-detail", Static).render())
+        assert detail.startswith(f"SmolLM2-135M-Instruct-Q8_0.gguf@embedded Few-shot (few/runs3@t1)")
+        assert "r, ρ, τ, MAE, RMSE: needs at least 3 scored arguments, 2 stored" in detail
+        assert "κ, α, %: needs at least 2 pairs, 1 stored" in detail
+
+        screen.query_one(TabbedContent).active = "audit"
+        await pilot.pause()
+        audit_table = screen.query_one("#audit-table", DataTable)
+        rows = [[str(cell).strip() for cell in audit_table.get_row_at(n)] for n in range(audit_table.row_count)]
+        accuracy = next(row for row in rows if row[0] == "accuracy")
+        assert accuracy[1] == "–" and accuracy[4] == "1" and "needs at least 2" in accuracy[5]
+
+
+def test_numbers_never_run_together():
+    from screens.leaderboard import NUMBER_WIDTH, _number
+
+    for value in (-1.0, -0.192, 12.3456, 123.456, -999.5, 13952, 1234567, 1.0):
+        shown = _number(value).plain
+        assert len(shown) == NUMBER_WIDTH and shown.startswith(" "), (value, shown)
+    assert _number(-1.0).plain == " -1.00" and _number(-0.192).plain == "  -.192"[-NUMBER_WIDTH:]
+    assert _number(1234567).plain == "  1.2M" and _number(1.0, percent=True).plain == " 100.0"

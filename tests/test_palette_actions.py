@@ -74,4 +74,4 @@ async def test_a_key_the_footer_hides_runs_from_the_palette(offline_backend):
         [previous] = [entry for entry in ScreenCommands(screen).entries() if entry.text.startswith("Previous tab (")]
         await previous.run()  # what the palette does with the entry it was given
         await pilot.pause()
-        assert tabs.active == "tasks"  # from the first tab back to the last
+        assert tabs.active == "audit"  # from the first tab back to the last

@@ -92,7 +92,7 @@ async def runs(app: ArgtuiApp, pilot: Pilot) -> None:
     await open_mode(app, pilot, "runs")
 
 
-LEADERBOARD_TABS = ("agreement", "judges", "rankings", "distributions", "scatter", "tasks")
+LEADERBOARD_TABS = ("agreement", "judges", "rankings", "distributions", "scatter", "tasks", "audit")
 SCREENS = {
     "home": home,
     "new-debate": new_debate,
