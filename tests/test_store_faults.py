@@ -179,6 +179,40 @@ def test_a_full_disk_during_index_build_is_one_line(small_disk):
     assert "free some space" in line
 
 
+def test_a_nearly_full_disk_during_index_build_is_one_line_naming_the_index(small_disk):
+    home = small_disk.folder / "home"
+    home.mkdir()
+    small_disk.fill(leave_kb=1_200)  # room for the database and the log, not for the index
+    failed = argtui("index", "build", ARGTUI_HOME=str(home))
+    assert failed.returncode == 1
+    [line] = error_lines(failed.stderr)
+    assert f"{home / 'data' / 'index' / 'tantivy'}: cannot write the argument index" in line, line
+    assert "disk" in line and "free some space" in line
+
+
+def test_a_full_disk_mid_eval_is_one_line_and_closes_the_client(small_disk, monkeypatch):
+    home = small_disk.folder / "home"  # the config, the database and the log: all on the disk that fills
+    monkeypatch.setenv("ARGTUI_HOME", str(home))
+    monkeypatch.delenv("ARGTUI_DATABASE_URL", raising=False)
+    answer = "A" + " " * 300_000  # answers that each need room: the cache stores them whole
+    with FakeServer([Reply(json=chat_reply(answer).json, delay_s=0.2)]) as fake:
+        load_config().add_backend(fake.profile(kind="openai", retries=0, timeout_s=10, max_concurrency=1))
+        child = subprocess.Popen(
+            [sys.executable, "-m", "argtui", "eval", "pairwise", *PAIRWISE, "--limit", "30", "--judge", "fake"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        deadline = time.monotonic() + 120
+        while len(fake.bodies) < 4:
+            assert child.poll() is None and time.monotonic() < deadline, child.communicate()
+            time.sleep(0.01)
+        small_disk.fill(leave_kb=200)
+        _, err = child.communicate(timeout=300)
+    assert child.returncode == 1
+    assert "Unclosed" not in err, err  # the client's connections closed although its cache could not be written
+    [line] = error_lines(err)
+    assert "the disk is full" in line
+
+
 # ---------------------------------------------------------------------- PostgreSQL: unreachable, locked, killed
 
 

@@ -48,6 +48,9 @@ MAX_FILTERED_EXCLUSIONS = 32
 RELATION_MARGINS = (2, 32)
 COMMON_CLAIM_SHARE, COMMON_CLAIM_MINIMUM = 0.1, 1_000  # see `_telling_words`
 RELATION_TEXT_WORDS = 8  # see `_rarest`
+# How tantivy's failed writes name the disk: its I/O errors, and a writer whose worker thread an
+# I/O error killed ("An index writer was killed … (io::Error most likely)", on a nearly full disk).
+_IO_FAILURES = ("IO error", "io::Error", "index writer was killed")
 
 T = TypeVar("T")
 
@@ -200,13 +203,14 @@ class EmbeddedIndex:
         upsert: bool,
     ) -> int:
         self.directory.mkdir(parents=True, exist_ok=True)
-        index = Index(SCHEMA, path=str(self.directory), reuse=True)
-        index.register_tokenizer(ANALYZER_NAME, ANALYZER)
         try:
+            index = Index(SCHEMA, path=str(self.directory), reuse=True)
+            index.register_tokenizer(ANALYZER_NAME, ANALYZER)
             writer = index.writer(heap_size=WRITER_HEAP_BYTES, num_threads=1)
         except ValueError as exc:
             if "LockBusy" in str(exc):
                 raise IndexBusy(self.directory) from None
+            self._raise_if_disk_failed(exc)
             raise
         progress = IndexProgress(total=total)
         on_progress(progress)
@@ -221,13 +225,30 @@ class EmbeddedIndex:
                 if progress.done % PROGRESS_EVERY == 0:
                     on_progress(progress)
             writer.commit()
-        except BaseException:
-            writer.rollback()
+            writer.wait_merging_threads()
+            index.reload()
+        except BaseException as exc:
+            try:
+                writer.rollback()
+            except ValueError:  # a writer whose worker died cannot roll back; nothing of it was committed
+                pass
+            if isinstance(exc, ValueError):
+                self._raise_if_disk_failed(exc)
             raise
-        writer.wait_merging_threads()
-        index.reload()
         on_progress(progress)
         return progress.done
+
+    def _raise_if_disk_failed(self, exc: ValueError) -> None:
+        """tantivy's failed write as one line naming the index, when it is the disk's (its I/O
+        errors, or a writer whose worker thread an I/O error killed)."""
+        message = str(exc)
+        if not any(sign in message for sign in _IO_FAILURES):
+            return
+        raise RetrievalError(
+            f"{self.directory}: cannot write the argument index, a disk or I/O problem (is the disk full?): "
+            f"{message.splitlines()[0]}; free some space or check the folder's permissions, then try again "
+            "(the index is as it was)"
+        ) from None
 
     def _refuse_if_being_written(self) -> None:
         """Raise IndexBusy while another writer holds the index (its files are not ours to delete)."""
@@ -314,11 +335,6 @@ async def run_write(
     except OSError as exc:  # the manifest: the disk is full, or the folder cannot be written
         raise RetrievalError(f"{exc.filename}: cannot write the argument index ({exc.strerror or exc}); "
                              "free some space or check the folder's permissions, then try again") from None
-    except ValueError as exc:  # tantivy's own writes
-        if "IO error" not in str(exc):
-            raise
-        raise RetrievalError(f"cannot write the argument index: {exc}; free some space or check the "
-                             "folder's permissions, then try again (the index is as it was)") from None
 
 
 async def ensure_embedded_index(
