@@ -300,4 +300,8 @@ def print_run(console: Console, run: TaskRun) -> None:
         f"{usage.calls} LLM answers ({usage.cached_calls} from the cache), "
         f"{usage.prompt_tokens} prompt + {usage.completion_tokens} completion tokens, {outcome.wall_s:.1f} s"
     ))
+    if outcome.kept_invalid:
+        kept = outcome.kept_invalid
+        console.print(Text(f"{kept} item{'s' if kept > 1 else ''} stored invalid; --retry-invalid asks "
+                           f"{'them' if kept > 1 else 'it'} again"))
 

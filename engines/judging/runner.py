@@ -5,8 +5,9 @@ command or a screen:
 
 * RUNNING while it works, renewing the run's heartbeat (a run whose process was
   killed shows as interrupted: `store.runs`);
-* PAUSED when the backend fails after its retries, on Ctrl-C, on SIGTERM or
-  when the caller cancels it, with the cause saved;
+* PAUSED when the backend fails after its retries, when the database does (a
+  full disk, its server gone), on Ctrl-C, on SIGTERM or when the caller cancels
+  it, with the cause saved (if the database still takes that write);
 * FAILED when the judge raises anything else (a bug): the traceback goes to
   the log, the user gets one line;
 * DONE when every item has a stored verdict.
@@ -80,6 +81,7 @@ class RunOutcome:
     verdicts: dict[str, Verdict] = field(default_factory=dict)  # every item's, stored ones included
     judged_now: int = 0
     wall_s: float = 0.0
+    kept_invalid: int = 0  # invalid verdicts stored before this invocation and kept (not retried)
 
     @property
     def resumed(self) -> int:
@@ -176,7 +178,14 @@ async def run_tracked(
     unwritten: WriteBehind[str, tuple[TaskItem, Verdict]] = WriteBehind(write, f"verdicts of run {run.id}")
 
     def stop(state: RunState, cause: str) -> None:
-        unwritten.flush()  # the stored progress never counts a verdict that is not stored
+        try:
+            unwritten.flush()  # the stored progress never counts a verdict that is not stored
+        except StoreError as exc:
+            # The run's state and cause are still stored if the database takes that short write (a
+            # nearly full disk may): a listing then says why it stopped, not that its process is gone.
+            lost = cause if str(exc) == cause else f"{cause}; its last verdicts could not be stored: {exc}"
+            runs.update(run.id, state=state, done=written["done"], invalid=written["invalid"], error=lost)
+            raise
         current = progress()
         runs.update(run.id, state=state, done=current.done, invalid=current.invalid, error=cause)
 
@@ -216,15 +225,17 @@ async def run_tracked(
             for task in workers:
                 task.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
+        if not counts["deferred"]:
+            unwritten.flush()  # within the run's states: a database that fails it pauses the run with the cause
     if counts["deferred"]:
         deferred = RunDeferred(progress(RunState.PAUSED), counts["deferred"])
         stop(RunState.PAUSED, deferred.cause)
         raise deferred
-    unwritten.flush()
     final = progress(RunState.DONE)
     run = runs.update(run.id, state=RunState.DONE, done=final.done, invalid=final.invalid)
     on_progress(final)
-    return RunOutcome(run, final, verdicts, counts["now"], stopwatch.seconds)
+    kept_invalid = sum(not verdict.valid for verdict in stored.values())
+    return RunOutcome(run, final, verdicts, counts["now"], stopwatch.seconds, kept_invalid)
 
 
 @asynccontextmanager
@@ -234,11 +245,12 @@ async def run_states(
     progress: Callable[[RunState], RunProgress],
     stop: Callable[[RunState, str], None],
     *,
-    pausing: tuple[type[Exception], ...] = (BackendError,),
+    pausing: tuple[type[Exception], ...] = (BackendError, StoreError),
 ) -> AsyncIterator[None]:
     """The states of a batch run while the body works, the same for every run (a judging run,
     `argtui index push`): RUNNING with its heartbeat renewed; PAUSED on a `pausing` error (its
-    backend failed after its retries) or SIGTERM (`RunPaused`), and on Ctrl-C or a cancellation
+    backend failed after its retries, or its database: a full disk, a server gone) or SIGTERM
+    (`RunPaused`), and on Ctrl-C or a cancellation
     (raised on); FAILED on anything else (`RunFailed`, the traceback in the log). `stop(state,
     cause)` stores the run's state and progress; `progress` is what `RunPaused` reports. DONE is
     the caller's to store, after what the body made is."""

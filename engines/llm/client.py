@@ -133,9 +133,11 @@ class LLMClient:
         await self.aclose()
 
     async def aclose(self) -> None:
-        if self.cache:
-            self.cache.flush()
-        await self._transport.aclose()
+        try:
+            if self.cache:
+                self.cache.flush()
+        finally:  # a cache that cannot be written (a full disk, its server gone) still closes the connections
+            await self._transport.aclose()
 
     # ------------------------------------------------------------------ model info
 
