@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,7 +15,7 @@ from textual.strip import Strip
 
 from argtui.runtime import Runtime
 from engines.terminal_text import VisibleControlsConsole, has_controls, visible_segment
-from screens.home import HomeScreen, home_modes
+from screens.home import HomeScreen, home_modes, open_mode
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -70,6 +69,7 @@ class ArgtuiApp(App):
 
     backend_status: reactive[BackendStatus | None] = reactive(None)
     student: reactive[Student | None] = reactive(None)  # whose debates, ballots, progress and drills
+    database_problem: reactive[str | None] = reactive(None)  # why the database cannot be opened, if it cannot
 
     def __init__(
         self,
@@ -88,12 +88,23 @@ class ArgtuiApp(App):
 
     def on_mount(self) -> None:
         self.push_screen(HomeScreen())
-        # Home is drawn first: starting the backend and its HTTP client takes a few tenths of a second
+        # Home is drawn first: starting the backend and its HTTP client takes a few tenths of a second,
+        # and the store is imported then.
         self.call_after_refresh(self.action_check_backend)
-        if self.start_student is None and not self._may_have_students():
-            self._begin(None)  # no database yet: no student to pick, and none is made here
-        else:
-            self.call_after_refresh(self._choose_student)  # the store is imported once Home is drawn
+        self.call_after_refresh(self.run_worker, self._open_database(), name="database", group="database")
+
+    async def _open_database(self) -> None:
+        """The database, opened in a thread (a server that does not answer holds it for its
+        connect_timeout, Home on screen meanwhile), then the student; when it cannot be opened,
+        Home says why and what to do."""
+        from store import StoreError
+
+        try:
+            await self.services.open_db()
+        except StoreError as exc:
+            self.database_problem = str(exc)
+            return
+        self._choose_student()
 
     def _choose_student(self) -> None:
         """The `--student` one; else, when the database has students, the picker is offered; then
@@ -114,11 +125,6 @@ class ArgtuiApp(App):
             self.push_screen(StudentPickerScreen(), self._begin)
         else:
             self._begin(None)
-
-    def _may_have_students(self) -> bool:
-        from argtui.runtime import DATABASE_URL_ENV
-
-        return bool(os.environ.get(DATABASE_URL_ENV)) or self.services.config.paths.database.exists()
 
     def _begin(self, student: Student | None) -> None:
         if student is not None:
@@ -169,7 +175,7 @@ class ArgtuiApp(App):
         for mode in home_modes():
             yield SystemCommand(
                 f"Open {mode.title}", mode.description,
-                lambda make=mode.make_screen: self.push_screen(make()),
+                lambda mode=mode: open_mode(self, mode),
             )
         yield SystemCommand("Recheck backend", "Probe the active backend again", self.action_check_backend)
         yield SystemCommand("Save screenshot", "Save an SVG screenshot of this screen", self.action_screenshot)

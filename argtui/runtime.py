@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -36,6 +37,8 @@ class Runtime:
     def __init__(self, config: Config | None = None):
         self.config = config or load_config()
         self._db: Database | None = None
+        self._db_problem: str | None = None  # why the database could not be opened
+        self._db_lock = threading.Lock()  # one opening at a time, from the event loop or a thread
         self._servers: dict[str, ManagedServer] = {}  # by profile name: the servers argtui started
         self._server_locks: dict[str, asyncio.Lock] = {}
         self._clients: dict[str, LLMClient] = {}
@@ -46,11 +49,25 @@ class Runtime:
 
     @property
     def db(self) -> Database:
-        if self._db is None:
-            from store import Database
+        """The database, opened on first use. A failure to open it is kept and raised again at once:
+        a server that does not answer is waited for once, not at every use."""
+        with self._db_lock:
+            if self._db is None:
+                from store import Database, StoreError
 
-            self._db = Database(os.environ.get(DATABASE_URL_ENV) or self.config.paths.database)
-        return self._db
+                if self._db_problem is not None:
+                    raise StoreError(self._db_problem)
+                try:
+                    self._db = Database(os.environ.get(DATABASE_URL_ENV) or self.config.paths.database)
+                except StoreError as exc:
+                    self._db_problem = str(exc)
+                    raise
+            return self._db
+
+    async def open_db(self) -> Database:
+        """`db`, opened in a thread: a database server that does not answer holds the opening for its
+        connect_timeout, and the event loop (the app's screen) goes on meanwhile."""
+        return self._db if self._db is not None else await asyncio.to_thread(lambda: self.db)
 
     @property
     def embedded_server(self) -> ManagedServer | None:
@@ -96,9 +113,14 @@ class Runtime:
         profile = await self.resolve(name)
         client = self._clients.get(profile.name)
         if client is None or client.profile.base_urls != profile.base_urls:
+            from store import StoreError
             from store.llm_cache import ResponseCache
 
-            client = LLMClient(profile, ResponseCache(self.db))
+            try:
+                cache = ResponseCache(await self.open_db())
+            except StoreError:  # the backend still answers; the app's Home says why the database does not
+                cache = None
+            client = LLMClient(profile, cache)
             self._clients[profile.name] = client
         return client
 

@@ -9,6 +9,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.dom import DOMNode
 from textual.screen import Screen
 from textual.widgets import Footer, Header, OptionList, Static
 from textual.widgets.option_list import Option
@@ -65,6 +66,31 @@ COACH_MODES = (
 def home_modes() -> list[Mode]:
     """What Home lists and the palette opens: the screen modules' modes and the coach's."""
     return sorted([*discover_modes(), *COACH_MODES], key=lambda mode: (mode.order, mode.title))
+
+
+def open_mode(node: DOMNode, mode: Mode) -> None:
+    """Opens a mode's screen. The modes keep their work in the database: while it cannot be opened,
+    the reason instead (Home says what to do)."""
+    from store import StoreError
+
+    try:
+        services(node).db  # opened here, if no screen opened it yet
+    except StoreError as exc:
+        node.notify(f"{mode.title} needs the database, which cannot be opened: {exc}", title="Database",
+                    severity="error", markup=False)
+        return
+    node.app.push_screen(mode.make_screen())
+
+
+def describe_database_problem(problem: str) -> Text:
+    """Why the database cannot be opened, and what to do about it."""
+    return Text.assemble(
+        ("Database\n", "bold"), ("cannot be opened\n", "bold red"), f"{problem}\n",
+        ("What to do: ", "bold"),
+        "fix it as said, or point argtui at another database (ARGTUI_DATABASE_URL, or ARGTUI_HOME for another "
+        "data folder), then start argtui again. Until then the modes stay closed; Help (F1) and the glossary "
+        "(F9) work.\n",
+    )
 
 
 def describe_student(student: Student | None, rating: float | None) -> Text:
@@ -124,6 +150,7 @@ class HomeScreen(Screen):
                 *(Option(f"{mode.title}", id=mode.name) for mode in self.modes), id="modes"
             )
             with Vertical(id="side"):
+                yield Static(id="database")
                 yield Static(id="student")
                 yield Static(id="backend")
                 yield Static(id="backend-log")
@@ -134,6 +161,7 @@ class HomeScreen(Screen):
         self.sub_title = "Home"
         self.watch(self.app, "backend_status", self._show_status, init=True)
         self.watch(self.app, "student", self._show_student, init=True)
+        self.watch(self.app, "database_problem", self._show_database_problem, init=True)
         self.query_one(OptionList).focus()
         if self.modes:
             self.query_one(OptionList).highlighted = 0
@@ -146,6 +174,11 @@ class HomeScreen(Screen):
         log = self.query_one("#backend-log", Static)
         log.update(Text(tail))
         log.display = bool(tail)
+
+    def _show_database_problem(self, problem: str | None) -> None:
+        panel = self.query_one("#database", Static)
+        panel.update(describe_database_problem(problem) if problem else "")
+        panel.display = problem is not None
 
     def on_screen_resume(self) -> None:
         self._show_student(self.app.student)  # a ballot may have moved the rating meanwhile
@@ -166,13 +199,13 @@ class HomeScreen(Screen):
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         mode = self._mode(event.option.id)
         if mode:
-            self.app.push_screen(mode.make_screen())
+            open_mode(self, mode)
 
     def action_open_mode(self) -> None:
         self.query_one(OptionList).action_select()
 
     def action_switch_student(self) -> None:
-        self.app.push_screen(_picker())
+        open_mode(self, self._mode("student"))
 
     def action_refresh_backend(self) -> None:
         shell(self).action_check_backend()

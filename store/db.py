@@ -7,7 +7,9 @@ reads, then writes after another process committed, fails at once whatever
 the busy timeout). Waiting for the lock is retried (tenacity) for at most
 `LOCK_WAIT_S` seconds in all; then the write fails with a StoreError that says
 so, and nothing of it is stored. Readers never wait: WAL lets them read while
-one process writes.
+one process writes. A file this process may not write (a read-only mount) is
+opened read-only: what only reads works, and a write fails with a StoreError
+that says the database cannot be written.
 
 PostgreSQL (`postgresql://…`): the same tables through psycopg 3; its row
 locks make concurrent writers wait, never fail. Every wait is bounded: a
@@ -25,16 +27,18 @@ from __future__ import annotations
 
 import functools
 import importlib
+import os
 import pkgutil
 import sqlite3
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Sequence
+from urllib.parse import quote
 
 from sqlalchemy import Table, event
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import Connection, Engine, ExceptionContext, make_url
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.engine import URL, Connection, Engine, ExceptionContext, make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, InterfaceError, OperationalError
 from sqlmodel import Session, SQLModel, create_engine
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_random_exponential
 
@@ -161,6 +165,21 @@ def _upsert_statement(dialect_name: str, table: Table, keys: tuple[str, ...], re
     )
 
 
+def read_only_url(path: Path) -> URL | None:
+    """An SQLite URL opening `path` read-only when this process may not write it or its folder (a
+    read-only mount, no write permission), so that reading commands still work; else None.
+
+    In WAL mode a reader needs the -shm file beside the database: where the folder cannot take one,
+    the file is read as immutable (no process can write it there either).
+    """
+    if not path.is_file() or (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)):
+        return None
+    shm = path.with_name(path.name + "-shm")
+    immutable = not os.access(path.parent, os.W_OK) and not shm.exists()
+    query = {"mode": "ro", **({"immutable": "1"} if immutable else {}), "uri": "true"}
+    return URL.create("sqlite", database=f"file:{quote(str(path.resolve()))}", query=query)
+
+
 def database_url(location: Path | str) -> str:
     """A URL as given (`postgresql://…` runs on psycopg 3), or an SQLite file path."""
     text = str(location)
@@ -179,7 +198,11 @@ class Database:
     """
 
     def __init__(self, location: Path | str):
-        url = database_url(location)
+        try:
+            url = database_url(location)
+        except (ArgumentError, ValueError):  # the message would quote the URL, password included
+            raise StoreError("the database URL is not one argtui can read; check ARGTUI_DATABASE_URL "
+                             "(postgresql://USER:PASSWORD@HOST:PORT/NAME)") from None
         self.path: Path | None = None
         if url.startswith("sqlite"):
             self.path = Path(str(location))
@@ -190,8 +213,11 @@ class Database:
                     f"{self.path.parent}: cannot hold the database ({exc.strerror or exc}); "
                     "check ARGTUI_HOME or the data directory"
                 ) from None
+            if self.path.is_dir():
+                raise StoreError(f"{self.path}: is a folder, not a database file; move it away "
+                                 "(argtui then starts a new database there) or set ARGTUI_HOME elsewhere")
             self.engine: Engine = create_engine(
-                url, connect_args={"check_same_thread": False, "timeout": BUSY_TIMEOUT_MS / 1000},
+                read_only_url(self.path) or url, connect_args={"check_same_thread": False, "timeout": BUSY_TIMEOUT_MS / 1000},
             )
             event.listen(self.engine, "connect", _configure_sqlite)
             event.listen(self.engine, "begin", _begin_sqlite)

@@ -449,3 +449,16 @@ def token_logprobs(tokens: Sequence[str | bytes], top_at: dict[int, Sequence[tup
         top = top_at.get(index, ())
         entries.append({**logprob_entry(text, dict(top).get(text, 0.0), top), "bytes": list(raw)})
     return entries
+
+
+@contextmanager
+def read_only_mount(folder: Path) -> Iterator[Path]:
+    """`folder` mounted read-only over itself (mounting needs root, as SmallDisk's does): nothing in it
+    can be written, by root neither, as on a read-only disk or share. Unmounted on leaving."""
+    mounted = subprocess.run(["mount", "--bind", "-o", "ro", str(folder), str(folder)], capture_output=True, text=True)
+    if mounted.returncode != 0:
+        raise PermissionError(f"cannot mount {folder} read-only: {mounted.stderr.strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "--lazy", str(folder)], capture_output=True)
