@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
@@ -54,6 +54,14 @@ def screen_commands() -> type[Provider]:
     from screens.palette import ScreenCommands
 
     return ScreenCommands
+
+
+@runtime_checkable
+class HoldsUnconfirmedWork(Protocol):
+    """A screen with work not stored yet (the Rating screen's unconfirmed values): quitting asks first."""
+
+    def unconfirmed_question(self, leaving: str) -> Screen[str | None] | None:
+        """The dialog asking whether to `leaving` without it (answered "leave"), or None when there is none."""
 
 
 class ArgtuiApp(App):
@@ -151,6 +159,14 @@ class ArgtuiApp(App):
 
     async def _check_backend(self) -> None:
         self.backend_status = await self.services.status(self.backend_name)
+
+    async def action_quit(self) -> None:
+        for screen in reversed(self.screen_stack):
+            dialog = screen.unconfirmed_question("Quit") if isinstance(screen, HoldsUnconfirmedWork) else None
+            if dialog is not None:
+                self.push_screen(dialog, lambda answer: self.exit() if answer == "leave" else None)
+                return
+        self.exit()
 
     def action_help(self) -> None:
         from screens.help import HelpScreen

@@ -5,8 +5,8 @@ is rated dimension by dimension (digits set tenths, arrows fine steps; a
 yes/no dimension such as single issue takes 0 or 1: digits 0–4 set 0, 5–9 set 1), Enter
 confirms and commits at once; Backspace undoes the last value. Re-confirming a rated
 critique is a revision and asks for a reason; the original rating stays. The source is
-hidden unless the rater reveals it, and the reveal is recorded. Leaving with values set
-but not confirmed asks first.
+hidden unless the rater reveals it, and the reveal is recorded. Leaving (or quitting the
+app) with values set but not confirmed asks first.
 
 Every write to the store runs off the UI thread (`asyncio.to_thread` in a worker), so a
 database that waits for a lock, or for a server, never freezes the keys. A write the store
@@ -215,20 +215,28 @@ class RatingScreen(Screen):
         if self.state.saving:
             self.notify("A rating is being saved; leave once the store has it (or says why not).")
             return
-        unsaved = self.state.unsaved
-        if not unsaved:
+        dialog = self.unconfirmed_question("Leave")
+        if dialog is None:
             self.app.pop_screen()
             return
-        names = ", ".join(critique.uid for critique in unsaved)
-        question = Text.assemble(("Leave without confirming?\n", "bold"),
-                                 f"Values set but not confirmed ({len(unsaved)}): {names}. They are not stored.")
 
         def answered(answer: str | None) -> None:
             if answer == "leave":
                 self.app.pop_screen()
 
-        self.app.push_screen(ChoiceDialog(question, [Answer("stay", "Keep rating", "k"),
-                                                     Answer("leave", "Leave, drop them", "l")]), answered)
+        self.app.push_screen(dialog, answered)
+
+    def unconfirmed_question(self, leaving: str) -> ChoiceDialog | None:
+        """What leaving (`Leave` the screen, `Quit` the app) asks when values are set but not confirmed:
+        stay, or leave (answered "leave") and drop them; None when there are none."""
+        unsaved = self.state.unsaved
+        if not unsaved:
+            return None
+        names = ", ".join(critique.uid for critique in unsaved)
+        question = Text.assemble((f"{leaving} without confirming?\n", "bold"),
+                                 f"Values set but not confirmed ({len(unsaved)}): {names}. They are not stored.")
+        return ChoiceDialog(question, [Answer("stay", "Keep rating", "k"),
+                                       Answer("leave", f"{leaving}, drop them", leaving[0].lower())])
 
     def action_dimension(self, delta: int) -> None:
         self.state.move_dimension(delta)

@@ -102,3 +102,35 @@ def test_home_is_ready_before_other_modes_and_the_store_are_imported(tmp_path):
                             env={**os.environ, "ARGTUI_HOME": str(tmp_path)})
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout.splitlines()[0]) == []
+
+
+async def test_quitting_with_an_unconfirmed_rating_asks_first_and_keeps_it_on_staying(offline_backend, until):
+    from engines.critiques.demo import DEMO_PATH
+    from engines.critiques.files import import_critiques
+    from screens.choice import ChoiceDialog
+    from screens.rating import RatingScreen
+    from store.critiques import CritiqueRepository
+
+    app = ArgtuiApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        import_critiques(CritiqueRepository(app.services.db), DEMO_PATH)
+        rating = RatingScreen(rater="alice")
+        await app.push_screen(rating)
+        await until(pilot, lambda: bool(rating.state.positions))
+        await pilot.press("7", "8")  # two values set, not confirmed
+        [draft] = rating.state.unsaved
+
+        await pilot.press("ctrl+q")
+        await pilot.pause()
+        assert isinstance(app.screen, ChoiceDialog)
+        question = str(app.screen.query_one("#question", Static).render())
+        assert "Quit without confirming?" in question and draft.uid in question
+        await pilot.press("k")  # keep rating
+        await pilot.pause()
+        assert app.screen is rating and rating.state.unsaved == [draft]
+
+        await pilot.press("ctrl+q")
+        await pilot.pause()
+        await pilot.press("q")  # quit, drop them
+        await until(pilot, lambda: app._exit)
+    assert app.return_code == 0
