@@ -35,7 +35,7 @@ from argtui.config import load_config
 from engines.judging.runner import RunSpec, run_tracked
 from engines.judging.store import JudgmentStore
 from engines.judging.task import TaskItem
-from engines.judging.verdict import JudgeId, Verdict
+from engines.judging.verdict import RAW_MAX_CHARS, JudgeId, Verdict
 from engines.llm.servers import free_loopback_port
 from fakes import FakeServer, Reply, SmallDisk, blackhole, chat_reply, lock_held_elsewhere
 from postgres_cluster import PostgresCluster, require_postgres_binaries
@@ -481,11 +481,16 @@ def test_a_runaway_answer_takes_its_size_once_in_the_database(offline_config, ar
     with sqlite3.connect(path) as conn:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         texts = conn.execute("SELECT count(*) FROM stored_text").fetchone()[0]
-    assert texts == len(fake.bodies) >= items
+    assert texts == 2 * len(fake.bodies) >= 2 * items  # each answer, and what its verdict keeps of it
     # Each answer once (twice would double it): the file holds the answers and little else.
     assert path.stat().st_size < len(fake.bodies) * size * 1.25
     db = Database(path)
     store_ = JudgmentStore(db, "pairwise")
     [judge] = store_.judges()
-    assert all(len(verdict.raw) > size for verdict in store_.latest(judge.judge).values())
+    # The verdict keeps the answer's beginning and its length; the response cache keeps it whole.
+    for verdict in store_.latest(judge.judge).values():
+        assert len(verdict.raw) == RAW_MAX_CHARS and "characters in all, the rest not kept here" in verdict.raw
+    with db.read() as session:
+        lengths = session.exec(select(func.length(StoredText.text))).all()
+    assert sum(length > size for length in lengths) == len(fake.bodies)  # each answer whole, once
     db.close()

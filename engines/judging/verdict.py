@@ -4,10 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from engines.llm.types import Usage
 from store.identity import identity_digest, judge_name, options_digest
+
+# What a verdict keeps of what was said. Every call is capped at a few thousand tokens, so a
+# verdict's answers (several for runs or both orders, joined) are far below this; only a server
+# that ignores the cap sends more (10 MB of digits), and the response cache holds each answer
+# whole already: a verdict joining three such answers kept a 30 MB copy beside them.
+RAW_MAX_CHARS = 100_000
 
 
 class Verdict(BaseModel):
@@ -17,7 +23,8 @@ class Verdict(BaseModel):
     (a score), a structured `data` object (e.g. seven rating dimensions, a
     transcript), or several of these. Output that could not be read is a
     verdict too: `invalid_reason` says why and `raw` keeps what was said, so
-    every metric can count it.
+    every metric can count it. `raw` keeps at most its first RAW_MAX_CHARS characters,
+    then says how many were left out.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -31,6 +38,15 @@ class Verdict(BaseModel):
     detail: str = ""  # one line for people: a rationale, how the label was reached
     usage: Usage = Field(default_factory=Usage)
     seconds: float = 0.0
+
+    @field_validator("raw")
+    @classmethod
+    def _bounded(cls, raw: str) -> str:
+        if len(raw) <= RAW_MAX_CHARS:
+            return raw
+        # The note counts in the bound, so a bounded text read back from the store stays as it is.
+        note = f"\n… {len(raw):,} characters in all, the rest not kept here (the response cache keeps each answer)"
+        return raw[: RAW_MAX_CHARS - len(note)] + note
 
     @property
     def valid(self) -> bool:
