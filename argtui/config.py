@@ -1,7 +1,10 @@
 """Configuration: a TOML file of named backend profiles, and where data lives.
 
 `ARGTUI_HOME` relocates both the config file and the data directory (tests use
-it for isolation). Environment variables override the file:
+it for isolation). Saving writes only what changed since the file was read, into
+the file as it is (its comments, order and tables argtui does not know kept, by
+tomlkit), and a profile only with its settings that differ from the defaults.
+Environment variables override the file (and are not saved):
 
 * `ARGTUI_BACKEND` picks the default profile by name;
 * `ARGTUI_BASE_URL` (+ `ARGTUI_MODEL`, `ARGTUI_BACKEND_KIND`, `ARGTUI_API_KEY_ENV`)
@@ -18,8 +21,10 @@ from pathlib import Path
 from typing import TypeVar
 
 import platformdirs
-import tomli_w
+import tomlkit
 from pydantic import BaseModel, ValidationError
+from tomlkit.exceptions import TOMLKitError
+from tomlkit.items import Table
 
 from engines.datasets.ukp_essays import DATA_ENV as UKP_ESSAYS_ENV
 from engines.debate.settings import DebateSettings
@@ -27,6 +32,7 @@ from engines.errors import ArgtuiError
 from engines.inspire.settings import InspireSettings
 from engines.llm.embedded import EMBEDDED_MODEL_NAME
 from engines.llm.profile import EMBEDDED_PROFILE, BackendProfile
+from engines.output import write_text_file
 from engines.retrieval.settings import RetrievalSettings
 
 APP_NAME = "argtui"
@@ -80,6 +86,8 @@ class Config:
     retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
     debate: DebateSettings = field(default_factory=DebateSettings)
     inspire: InspireSettings = field(default_factory=InspireSettings)
+    # `to_toml_dict` as the file (and this session's environment) gave it: what `save` compares with.
+    as_read: dict = field(default_factory=dict, repr=False)
 
     def profile(self, name: str | None = None) -> BackendProfile:
         """A configured profile by name; the default one when name is None."""
@@ -102,11 +110,13 @@ class Config:
         return names
 
     def to_toml_dict(self) -> dict:
+        """The configuration as the file's tables, each profile and table with only its settings
+        that differ from the defaults."""
         data: dict = {}
         if self.default_backend:
             data["default_backend"] = self.default_backend
         backends = {
-            name: profile.model_dump(exclude={"name", "embedded"}, exclude_none=True)
+            name: profile.model_dump(exclude={"name", "embedded"}, exclude_defaults=True)
             for name, profile in self.backends.items()
             if name != ENV_PROFILE
         }
@@ -121,10 +131,18 @@ class Config:
         return data
 
     def save(self) -> None:
-        self.paths.config_file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.paths.config_file.with_suffix(".toml.tmp")
-        tmp.write_text(tomli_w.dumps(self.to_toml_dict()), encoding="utf-8")
-        tmp.replace(self.paths.config_file)
+        """Write what changed since the file was read into the file as it is now, and nothing else,
+        all at once (`write_text_file`: never through a link, never half-written)."""
+        file = self.paths.config_file
+        text = _read_text(file)
+        try:
+            document = tomlkit.parse(text or "")
+        except TOMLKitError as exc:
+            raise ConfigError(f"{file}: invalid TOML: {exc}") from None
+        wanted = self.to_toml_dict()
+        _update(document, self.as_read, wanted)
+        write_text_file(file, tomlkit.dumps(document).rstrip("\n") + "\n", make_parents=True)
+        self.as_read = wanted
 
     def add_backend(self, profile: BackendProfile, make_default: bool = False) -> None:
         if profile.name == ENV_PROFILE:
@@ -167,15 +185,49 @@ def load_config(paths: Paths | None = None) -> Config:
     _apply_environment(config)
     if config.default_backend and config.default_backend != EMBEDDED_PROFILE:
         config.profile(config.default_backend)  # fail early on a dangling default
+    config.as_read = config.to_toml_dict()
     return config
+
+
+def _update(table, before: dict, after: dict) -> None:
+    """Make the tomlkit `table` say `after` where it said `before`: only the keys whose values
+    differ are set or removed (a table key by key), so every other line keeps its place and comments."""
+    for key in [*before, *(key for key in after if key not in before)]:
+        old, new = before.get(key), after.get(key)
+        if old == new:
+            continue
+        if isinstance(old, dict) and isinstance(new, dict) and isinstance(table.get(key), dict):
+            _update(table[key], old, new)
+            if not table[key]:  # a table left with no key goes with its header
+                del table[key]
+        elif new is None:
+            table.pop(key, None)
+        else:
+            item = tomlkit.item(new)
+            if isinstance(item, Table):
+                item.add(tomlkit.nl())  # a blank line before the table that follows it
+            table[key] = item
 
 
 def _read_toml(file: Path) -> dict:
     """The config file's TOML; no file reads as an empty one."""
+    text = _read_text(file)
+    if text is None:
+        return {}
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{file}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{file}: invalid TOML: arrays or tables nested too deeply") from None
+
+
+def _read_text(file: Path) -> str | None:
+    """The config file's text; None when there is no file."""
     try:
         kind = file.stat().st_mode
     except (FileNotFoundError, NotADirectoryError):  # the data directory's check names a home that is a file
-        return {}
+        return None
     except OSError as exc:
         raise ConfigError(f"{file}: cannot be read ({exc.strerror or exc})") from None
     if not stat.S_ISREG(kind):  # reading a FIFO or a device would wait or never end
@@ -186,18 +238,12 @@ def _read_toml(file: Path) -> dict:
     except OSError as exc:
         raise ConfigError(f"{file}: cannot be read ({exc.strerror or exc})") from None
     try:
-        text = data.decode("utf-8-sig")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise ConfigError(
             f"{file}, line {line}: not UTF-8 text (byte 0x{data[exc.start]:02x}); save it as UTF-8"
         ) from None
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{file}: invalid TOML: {exc}") from None
-    except RecursionError:
-        raise ConfigError(f"{file}: invalid TOML: arrays or tables nested too deeply") from None
 
 
 def _table(file: Path, raw: dict, name: str, expected: str) -> dict:
