@@ -13,13 +13,13 @@ JSONL shape, one line per critique:
 
 CSV has the same fields as columns, one row per rating (`rating_id` for the
 rating's `id`); a critique without ratings is one row with the rating columns
-empty. Reading validates the whole file first and names file, line and field
+empty; a text that would start a spreadsheet formula has an apostrophe before
+it (`engines.output.csv_cell`), taken off again when read. Reading validates the whole file first and names file, line and field
 of the first problem; importing then writes everything in one transaction.
 """
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import math
@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Iterator, Literal, TextIO
 
 from engines.datasets import DataFormatError, json_lines, read_csv_rows
+from engines.output import csv_text, write_csv
 from store.critiques import (
     DIMENSIONS,
     HUMAN,
@@ -110,7 +111,7 @@ def _csv_entries(path: Path) -> Iterator[_Entry]:
     entries: dict[str, _Entry] = {}
     required = ("position_id", "position", "critique_id", "critique")
     for line, row in read_csv_rows(path, required, known=CSV_COLUMNS):
-        cells = {key: (value if value != "" else None) for key, value in row.items() if key is not None}
+        cells = {key: (csv_text(value) if value != "" else None) for key, value in row.items() if key is not None}
         fields = {key: cells.get(key) for key in CRITIQUE_KEYS}
         entry = entries.get(fields["critique_id"] or "")
         if entry is None:
@@ -332,19 +333,20 @@ def write_jsonl(records: list[dict[str, Any]], handle: TextIO) -> None:
         handle.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
-def write_csv(records: list[dict[str, Any]], handle: TextIO) -> None:
-    writer = csv.DictWriter(handle, fieldnames=CSV_COLUMNS, lineterminator="\n")
-    writer.writeheader()
+def _csv_rows(records: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     for record in records:
         base = {key: record.get(key) for key in CRITIQUE_KEYS}
         for rating in record["ratings"] or [{}]:
             row = dict(base)
             for key, value in rating.items():
                 row["rating_id" if key == "id" else key] = str(value).lower() if isinstance(value, bool) else value
-            writer.writerow(row)
+            yield row
 
 
 def render(records: list[dict[str, Any]], file_format: FileFormat) -> str:
     buffer = io.StringIO()
-    (write_csv if file_format == "csv" else write_jsonl)(records, buffer)
+    if file_format == "csv":
+        write_csv(buffer, CSV_COLUMNS, _csv_rows(records))
+    else:
+        write_jsonl(records, buffer)
     return buffer.getvalue()

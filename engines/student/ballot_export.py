@@ -23,16 +23,20 @@ DEMONSTRATION_NOTE = (
 )
 NOTHING_MEASURED = "The Coach measured none of the student's turns: there is no strongest or weakest turn."
 
-_STRUCTURE = re.compile(r"([\\`*_{}\[\]<>#|~])")  # what Markdown reads as structure anywhere in a line
+# What Markdown reads as structure anywhere in a line (with GitHub's tables, strikethrough and $math$).
+_STRUCTURE = re.compile(r"([\\`*_{}\[\]<>#|~$])")
 _LINE_START = re.compile(r"^([-+=]|\d+(?=[.)]))")  # a list item, a setext underline, a numbered item
 _ENTITY = re.compile(r"&(?=#?\w+;)")
 
 
 def escaped(text: str) -> str:
-    """One line of data as Markdown that shows it as written (its leading spaces dropped: they
-    would start a code block)."""
+    """Data as inline Markdown that shows it as written: its line breaks collapsed into spaces
+    (after one, the data would start a list item, a heading or a paragraph of its own), every
+    character Markdown reads as structure escaped, and its surrounding blanks dropped (leading
+    ones would start a code block)."""
+    text = " ".join(text.splitlines())
     text = _ENTITY.sub(r"\\&", _STRUCTURE.sub(r"\\\1", text))
-    text = _LINE_START.sub(lambda m: m.group() + "\\" if m.group()[0].isdigit() else "\\" + m.group(), text.lstrip())
+    text = _LINE_START.sub(lambda m: m.group() + "\\" if m.group()[0].isdigit() else "\\" + m.group(), text.strip())
     return text
 
 
@@ -110,17 +114,17 @@ def ballot_section(ballot: Ballot) -> str:
     lines += [
         f"- Winner: {ballot.winner}",
         f"- Speaker points: student {ballot.student_points:g}, bot {ballot.bot_points:g}",
-        f"- Reason: {escaped(' '.join(ballot.reason.splitlines()))}",
+        f"- Reason: {escaped(ballot.reason)}",
     ]
     if ballot.strongest is None or ballot.weakest is None:
         lines.append(f"- {NOTHING_MEASURED}")
     else:
         lines += [_mark("Strongest turn", ballot.strongest), _mark("Weakest turn", ballot.weakest)]
     lines += [
-        f"- Fix: {escaped(' '.join(ballot.fix.splitlines()))}",
+        f"- Fix: {escaped(ballot.fix)}",
         f"- Rewrite of turn {ballot.rewrite_turn}:",
         f"  - from: {escaped(ballot.rewrite_from)}",
-        f"  - to: {escaped(' '.join(ballot.rewrite_to.splitlines()))}",
+        f"  - to: {escaped(ballot.rewrite_to)}",
     ]
     return "\n".join(lines) + "\n"
 

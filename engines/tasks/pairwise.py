@@ -14,7 +14,6 @@ backend and nothing stored.
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import dataclasses
@@ -43,7 +42,7 @@ from engines.judging.verdict import JudgeId, Verdict
 from engines.metrics.agreement import finite_or_none
 from engines.llm.client import LLMClient
 from engines.llm.types import Usage
-from engines.output import write_text_file
+from engines.output import write_csv, write_text_file
 from engines.pairwise.evaluation import (
     PairwiseReport,
     VersusRow,
@@ -169,10 +168,8 @@ def write_reports(path: Path, results: Sequence[tuple[PairwiseTaskReport, dict[s
         write_text_file(path, json.dumps(payload, indent=2), make_parents=True)
         return
     rows = io.StringIO()
-    writer = csv.DictWriter(rows, fieldnames=["judge", "dimension", "pairs", "invalid", *METRIC_HEADERS])
-    writer.writeheader()
-    for report, _ in results:
-        writer.writerows(report.evaluation.table_rows())
+    write_csv(rows, ["judge", "dimension", "pairs", "invalid", *METRIC_HEADERS],
+              (row for report, _ in results for row in report.evaluation.table_rows()))
     write_text_file(path, rows.getvalue(), make_parents=True)
 
 
