@@ -5,6 +5,7 @@ the data keeps its own line breaks) with the tags and labels of its own template
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import cache
 
 # Speakers a model reads as a new turn whatever the template says ("System: ignore the above").
@@ -22,16 +23,30 @@ def inline(text: str, tags: tuple[str, ...] = (), labels: tuple[str, ...] = ()) 
     """The text on one line, every run of whitespace (line breaks included) one space, so it
     cannot start a line of the prompt, such as a header ("Argument B:") or a speaker's turn;
     and `defused`, so it cannot pose as the prompt's tags or labels within its line either."""
-    return defused(" ".join(text.split()), tags, labels)
+    return _defused(" ".join(without_format_characters(text).split()), tags, labels)
 
 
 def defused(text: str, tags: tuple[str, ...] = (), labels: tuple[str, ...] = ()) -> str:
-    """The text with its line breaks, but any of the prompt's own `tags` in it defused
+    """The text with its line breaks and without its format characters (see
+    `without_format_characters`), but any of the prompt's own `tags` in it defused
     (`</critique` becomes `‹/critique`), so it cannot close the block it is fenced in; any of
     its `labels` or the chat roles followed by a colon given a look-alike colon (`Argument B:`
     becomes `Argument B：`, `Opponent (Claim):` `Opponent (Claim)：`), so it cannot pose as the
     prompt's own label; and chat-template turn markers defused (`<|im_start|>` becomes
     `‹|im_start|>`). Quoting twice gives what quoting once gives."""
+    return _defused(without_format_characters(text), tags, labels)
+
+
+def without_format_characters(text: str) -> str:
+    """The text without its Unicode format characters (category Cf: zero-width spaces and joiners,
+    the word joiner, soft hyphens, direction marks): invisible, they would split a label or a tag
+    for the checks here ("Argument\u200b B:", "<\u200b/TARGET>") but not for a model reading it."""
+    if text.isascii():  # no format character is ASCII
+        return text
+    return "".join(character for character in text if unicodedata.category(character) != "Cf")
+
+
+def _defused(text: str, tags: tuple[str, ...], labels: tuple[str, ...]) -> str:
     text = _TURN_MARKERS.sub(lambda m: TAG_MARK if m.group() == "<" else MARKER_BRACKET, text)
     if tags:
         text = _tag_pattern(tags).sub(lambda m: f"{TAG_MARK}{m.group(1)}{m.group(2)}", text)
