@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
-from pathlib import Path
+from datetime import datetime
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+import rich.control
+import textual.content
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.command import Provider
@@ -14,7 +16,9 @@ from textual.screen import Screen
 from textual.strip import Strip
 
 from argtui.runtime import Runtime
-from engines.terminal_text import VisibleControlsConsole, has_controls, visible_segment
+from engines.errors import ArgtuiError
+from engines.output import write_text_file
+from engines.terminal_text import CONTROL_PICTURES, VisibleControlsConsole, has_controls, visible, visible_segment
 from screens.home import HomeScreen, home_modes, open_mode
 
 if TYPE_CHECKING:
@@ -40,9 +44,14 @@ def show_control_characters() -> None:
 
     Textual drops only BEL, BS, VT, FF and CR, so an ESC in a critique, a model's reply or a
     server's message would reach the terminal as a sequence (a window title, a cleared screen,
-    a clipboard write). Every line of every update is rendered by `Strip.render`, whatever
-    widget drew it, and its segments keep data text apart from Textual's own styling codes.
+    a clipboard write). Rich's Text and Textual's Content, which every widget's text becomes,
+    drop those five through one table each: the other controls they are given their pictures
+    there, one character for one, so that a line is laid out at the width it shows (a control
+    measures no cell, its picture one). Every line of every update is then rendered by
+    `Strip.render`, whatever widget drew it, which shows what reached a line some other way.
     """
+    for table in (rich.control._CONTROL_STRIP_TRANSLATE, textual.content._CONTROL_STRIP_TRANSLATE):
+        table.update({code: picture for code, picture in CONTROL_PICTURES.items() if code not in table})
     Strip.render = _render_visible_strip
 
 
@@ -182,9 +191,15 @@ class ArgtuiApp(App):
 
     def action_screenshot(self) -> None:
         folder = self.services.config.paths.data_dir / "screenshots"
-        folder.mkdir(parents=True, exist_ok=True)
-        path = Path(self.save_screenshot(path=str(folder)))
-        self.notify(f"saved {path}", title="Screenshot")
+        # A control character that reached a line raw is not allowed in XML: shown, as on the screen.
+        svg = visible(self.export_screenshot())
+        try:
+            path = write_text_file(folder / f"argtui_{datetime.now():%Y-%m-%dT%H_%M_%S_%f}.svg", svg,
+                                   make_parents=True)
+        except ArgtuiError as exc:
+            self.notify(str(exc), title="Screenshot not saved", severity="error", markup=False)
+            return
+        self.notify(f"saved {path}", title="Screenshot", markup=False)  # ARGTUI_HOME may hold brackets
 
     def get_system_commands(self, screen: Screen):
         yield from super().get_system_commands(screen)

@@ -4,10 +4,13 @@ A terminal obeys the control characters it is sent: ESC starts sequences that se
 title, clear the screen or write the clipboard (OSC 52), and the 8-bit C1 controls (U+0080 to
 U+009F; U+009B is CSI) do the same in one character. Rich and Textual drop only BEL, BS, VT,
 FF and CR. `visible` shows each C0 control and DEL as its Unicode control picture (ESC as ␛)
-and each C1 control as `\\xNN`; newlines and tabs stay, layout needs them.
+and each C1 control, which has no picture, as the replacement character �; newlines and tabs
+stay, layout needs them. Every control becomes one character of one cell (`CONTROL_PICTURES`),
+so text keeps its length (styles stay on their characters) and is laid out at the width it shows.
 
-What argtui prints for people goes through `VisibleControlsConsole` (the CLI's rich consoles)
-or, in the app, through `visible_segment` where Textual renders each line (argtui/app.py).
+What argtui prints for people goes through `VisibleControlsConsole` (the CLI's rich consoles);
+in the app, rich's and Textual's own control-code stripping shows them with the same pictures
+before any layout, and `visible_segment` where Textual renders each line (argtui/app.py).
 Data printed as it is (CSV, JSONL, JSON) goes through `print_data`, which shows the controls
 only on a terminal: a pipe, like a file written with --output, gets the data unchanged.
 """
@@ -16,21 +19,20 @@ from __future__ import annotations
 
 import re
 import sys
-from bisect import bisect_left
-from itertools import accumulate
 from typing import Iterable, TextIO
 
 from rich.console import Console, ConsoleOptions, RenderableType
 from rich.segment import Segment
-from rich.text import Span, Text
+from rich.text import Text
 
 _KEPT = "\n\t"
-_SHOWN = {
+# Code point -> the one single-cell character shown for it.
+CONTROL_PICTURES = {
     **{code: chr(0x2400 + code) for code in range(0x20) if chr(code) not in _KEPT},  # ␀ … ␟
     0x7F: "\u2421",  # ␡
-    **{code: f"\\x{code:02x}" for code in range(0x80, 0xA0)},  # C1 controls have no pictures
+    **{code: "\ufffd" for code in range(0x80, 0xA0)},  # C1 controls have no pictures: �
 }
-_CONTROL = re.compile("[" + "".join(re.escape(chr(code)) for code in _SHOWN) + "]")
+_CONTROL = re.compile("[" + "".join(re.escape(chr(code)) for code in CONTROL_PICTURES) + "]")
 
 
 def has_controls(text: str) -> bool:
@@ -40,24 +42,16 @@ def has_controls(text: str) -> bool:
 
 def visible(text: str) -> str:
     """`text` with every control character but newline and tab shown (the same object if it has none)."""
-    return text.translate(_SHOWN) if has_controls(text) else text
+    return text.translate(CONTROL_PICTURES) if has_controls(text) else text
 
 
 def visible_text(text: Text) -> Text:
     """A rich Text with its control characters shown and its styles kept on the same characters."""
     plain = text.plain
-    controls = [match.start() for match in _CONTROL.finditer(plain)]
-    if not controls:
+    if not has_controls(plain):
         return text
     shown = text.blank_copy(visible(plain))
-    # A C1 control is shown in four characters: the offsets after it move.
-    added = list(accumulate(len(_SHOWN[ord(plain[at])]) - 1 for at in controls))
-
-    def moved(offset: int) -> int:
-        before = bisect_left(controls, offset)
-        return offset + (added[before - 1] if before else 0)
-
-    shown.spans = [Span(moved(span.start), moved(span.end), span.style) for span in text.spans]
+    shown.spans = list(text.spans)  # one character for one: the offsets stay
     return shown
 
 
@@ -88,6 +82,7 @@ class VisibleControlsConsole(Console):
 
 
 def print_data(text: str, file: TextIO | None = None, end: str = "\n") -> None:
-    """Print `text`: as it is to a pipe or a file, with its control characters shown on a terminal."""
+    """Print `text`: as it is to a pipe or a file, with its control characters shown on a terminal
+    (where CSV's CRLF line ends are line ends)."""
     out = sys.stdout if file is None else file
-    out.write((visible(text) if out.isatty() else text) + end)
+    out.write((visible(text.replace("\r\n", "\n")) if out.isatty() else text) + end)

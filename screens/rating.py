@@ -314,7 +314,7 @@ class RatingScreen(Screen):
             self.refresh_view()
             return
         if critique.id in self.state.saving:
-            self.notify(f"{critique.uid} is being saved; a moment.")
+            self.notify(f"{critique.uid} is being saved; a moment.", markup=False)
             return
         current = self.state.current.get(critique.id)
         if current is None:

@@ -371,3 +371,27 @@ async def test_postgres_stopped_keeps_the_rating_and_enter_saves_it_once_the_ser
             assert [r.critique_uid for r in repo.ratings("kim")] == [critique.uid] and not_saved(app) == ""
     finally:
         cluster.remove()
+
+
+async def test_confirming_again_while_a_critique_named_like_markup_is_being_saved_keeps_the_app_running(
+        db_url, tmp_path):
+    hostile = tmp_path / "markup-id.jsonl"
+    hostile.write_text(json.dumps({"position_id": "p[b]", "position": "Cars pollute.", "critique_id": "x[/]y",
+                                   "critique": "Not all cars."}) + "\n", encoding="utf-8")
+    app = ArgtuiApp()
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:  # toasts drawn, as for a user
+        import_critiques(CritiqueRepository(app.services.db), hostile)
+        screen = RatingScreen(rater="kim")
+        await app.push_screen(screen)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        with lock_held_elsewhere(app.services.db):
+            await pilot.press(*RATED, "enter")  # the save waits for the lock
+            await pilot.press("enter")  # confirmed again meanwhile: a toast names the critique
+            await pilot.pause()
+            assert app.is_running and screen.state.critique.uid == "x[/]y"
+            assert "x[/]y is being saved; a moment." in [str(toast.render()) for toast in app.screen.query("Toast")]
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.is_running and [r.critique_uid for r in CritiqueRepository(app.services.db).ratings("kim")] == [
+            "x[/]y"]

@@ -21,9 +21,11 @@ import sys
 import termios
 import uuid
 from pathlib import Path
+from xml.etree import ElementTree
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -34,8 +36,10 @@ from engines.critiques.files import import_critiques, read_critiques
 from engines.terminal_text import VisibleControlsConsole, visible, visible_text
 from screens.debate import DebateScreen
 from screens.rating import RatingScreen
+from screens.students import StudentPickerScreen
 from store.critiques import CritiqueRepository
 from store.debates import DebateRepository
+from store.students import StudentRepository
 from fakes import FakeServer, error_reply
 from test_terminal_sizes import settle
 
@@ -73,8 +77,8 @@ def assert_sends_nothing_from_the_data(output: str) -> None:
 
 
 def assert_shows_controls(output: str) -> None:
-    """`output` shows a control character from the data: a control picture (␛) or a C1 control's `\\xNN`."""
-    assert re.search("[\u2400-\u2421]|\\\\x[89]", output), output
+    """`output` shows a control character from the data: a control picture (␛) or a C1 control's �."""
+    assert re.search("[\u2400-\u2421\ufffd]", output), output
 
 
 # ---------------------------------------------------------------- the sanitiser
@@ -107,8 +111,17 @@ def test_json_escapes_every_control_only_with_ensure_ascii(texts):
 
 def test_the_pictures():
     assert visible("\x1b]0;T\x07\x00\x7f\r") == "␛]0;T␇␀␡␍"
-    assert visible("\x9b2J\x85") == "\\x9b2J\\x85"
+    assert visible("\x9b2J\x85") == "\ufffd2J\ufffd"
     assert visible("line\n\tindented") == "line\n\tindented"
+
+
+@given(st.text(st.sampled_from(CONTROLS) | st.characters(exclude_categories=["Cs"])))
+def test_a_control_is_shown_in_one_character_of_one_cell(text):
+    """One character for one keeps styles on their characters; one cell for the none a control
+    measures keeps a laid-out line's end in its place."""
+    shown = visible(text)
+    controls = len(NOT_SHOWN.findall(text))
+    assert len(shown) == len(text) and cell_len(shown) == cell_len(text) + controls
 
 
 # Text from controls and anything else, but what rich's Text drops itself (BEL, BS, VT, FF, CR).
@@ -197,6 +210,41 @@ async def test_the_debate_screen_sends_no_sequence_from_a_reply_or_an_error(clos
         output = terminal_output(app)
     assert_sends_nothing_from_the_data(output)
     assert_shows_controls(output)
+
+
+def drawn_lines(app: ArgtuiApp) -> list[str]:
+    """The text of the lines the app sends the terminal, its own sequences taken out."""
+    return [OWN_SEQUENCES.sub("", line) for line in re.split(r"\x1b\[\d+;\d+H", terminal_output(app))]
+
+
+async def test_a_control_in_a_students_name_leaves_the_rest_of_the_picker_line_in_place(closed_backend):
+    app = ArgtuiApp()
+    for name in ("Ada\x1b[2J", "Bo\x85\x9b Li", "Plain"):
+        StudentRepository(app.services.db).add(name + "x" * (20 - len(name)))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        assert isinstance(app.screen, StudentPickerScreen)
+        lines = [line for line in drawn_lines(app) if "rating" in line]
+    shown = ("Ada␛[2J" + "x" * 13, "Bo\ufffd\ufffd Li" + "x" * 13, "Plain" + "x" * 15)
+    assert len(lines) == 3 and all(name in line for name, line in zip(shown, lines)), lines
+    # The picker's right border stays in its column: a picture is laid out in the cell it is drawn in.
+    assert all("rating 1000 · no rated debate yet  ▎ █" in line for line in lines), lines
+    assert len({line.index("▎ █") for line in lines}) == 1, lines
+
+
+async def test_a_screenshot_with_controls_on_screen_is_valid_xml(closed_backend, tmp_path):
+    app = ArgtuiApp()
+    async with app.run_test(size=(120, 40)) as pilot:
+        source = critiques_file(tmp_path, "Uniforms\x1b]0;PWNED-TITLE\x07", "Costly\x9b2J\x85", "ann\x1bc", "note\x00")
+        import_critiques(CritiqueRepository(app.services.db), source)
+        await app.push_screen(RatingScreen(rater="ann"))
+        await settle(app, pilot)
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+    [saved] = (load_config().paths.data_dir / "screenshots").iterdir()
+    svg = saved.read_text(encoding="utf-8")
+    ElementTree.fromstring(svg)  # no control character XML refuses
+    assert NOT_SHOWN.search(svg) is None and "Uniforms␛]0;PWNED-TITLE" in svg.replace("&#160;", " ")
 
 
 # ---------------------------------------------------------------- the CLI, through a pseudo-terminal
