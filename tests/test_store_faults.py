@@ -190,7 +190,9 @@ def test_a_nearly_full_disk_during_index_build_is_one_line_naming_the_index(smal
     assert "disk" in line and "free some space" in line
 
 
-def test_a_full_disk_mid_eval_is_one_line_and_closes_the_client(small_disk, monkeypatch):
+def test_a_full_disk_mid_eval_is_one_line_closes_the_client_and_pauses_the_run_with_its_cause(
+    small_disk, monkeypatch
+):
     home = small_disk.folder / "home"  # the config, the database and the log: all on the disk that fills
     monkeypatch.setenv("ARGTUI_HOME", str(home))
     monkeypatch.delenv("ARGTUI_DATABASE_URL", raising=False)
@@ -211,6 +213,11 @@ def test_a_full_disk_mid_eval_is_one_line_and_closes_the_client(small_disk, monk
     assert "Unclosed" not in err, err  # the client's connections closed although its cache could not be written
     [line] = error_lines(err)
     assert "the disk is full" in line
+    small_disk.free()
+    [run] = json.loads(argtui("runs", "--json").stdout)
+    # Stopped at its first verdict the disk refused, the run's state still fitted: not "its process is gone".
+    assert run["state"] == "paused" and "the disk is full" in run["cause"], run
+    assert run["done"] < run["total"] == 30
 
 
 # ---------------------------------------------------------------------- PostgreSQL: unreachable, locked, killed

@@ -167,8 +167,14 @@ async def run_tracked(
             counts["invalid"], usage, state,
         )
 
+    failed_writes: list[StoreError] = []  # verdicts the database refused: the run stops before its next item
+
     def write(rows: list[tuple[TaskItem, Verdict]]) -> None:
-        store.save(spec.judge, rows, run.id)
+        try:
+            store.save(spec.judge, rows, run.id)
+        except StoreError as exc:
+            failed_writes.append(exc)  # the buffer keeps the rows and tries again; the run stops
+            raise
         written["done"] += len(rows)
         written["invalid"] += sum(not verdict.valid for _, verdict in rows)
         if time.monotonic() - written["at"] > SAVE_INTERVAL_S:
@@ -196,6 +202,10 @@ async def run_tracked(
     async def worker() -> None:
         nonlocal usage
         while True:
+            if failed_writes:
+                # Stopped at once, the run's state and cause may still fit where its verdicts did not
+                # (a nearly full disk): a listing then says why it stopped.
+                raise StoreError(str(failed_writes[0]))
             try:
                 item = queue.get_nowait()
             except asyncio.QueueEmpty:
