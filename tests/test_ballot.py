@@ -173,7 +173,7 @@ async def test_a_ballot_invalid_after_every_attempt_is_an_error_and_judged_again
     debate_id = stored_debate(runtime.db)
     with FakeServer([chat_reply(answer(reason="Turn 1 held, but turn 9 was weak."))]) as fake:
         client = LLMClient(fake.profile())
-        with pytest.raises(ArgtuiError, match="no valid ballot after 3 attempts: reason: .*cites turn 9"):
+        with pytest.raises(ArgtuiError, match="no usable answer from this model after 3 attempts: reason: .*cites turn 9"):
             await make_ballot(runtime, client, debate_id)
         fake.answer = [chat_reply(answer(winner="student", points="29 to 26.5"))]
         ballot = await make_ballot(runtime, client, debate_id)

@@ -83,8 +83,9 @@ def _notes(report: dict) -> list[str]:
     """What the table cannot say: a vLLM server that hides its cache hits, and the servers found here."""
     notes = [
         f"note: {b['name']}: this vLLM server does not report the prompt tokens it took from its cache "
-        "(usage.prompt_tokens_details), so --timings shows reused 0; start it with --enable-prefix-caching "
-        "--enable-prompt-tokens-details (argtui serve --model adds both)"
+        "(usage.prompt_tokens_details), so --timings shows reused 0; start it with --enable-prompt-tokens-details "
+        "(its prefix cache is on by default on vLLM's V1 engine; older versions need --enable-prefix-caching "
+        "too; argtui serve --model adds both)"
         for b in report["backends"] if b["kind"] == "vllm" and b["reports_cached_tokens"] is False
     ]
     found = report["local_servers"]

@@ -75,8 +75,7 @@ def _add_task(subparsers, task: Task) -> None:
                             "be read), asking the backend instead of the response cache")
     batch.add_argument("--export-requests", type=Path, metavar="FILE",
                        help="write the LLM requests the run still needs (none the cache answers) as OpenAI "
-                            "batch JSONL, for vLLM's run_batch (python -m vllm.entrypoints.openai.run_batch) "
-                            "or a hosted batch API; nothing is sent")
+                            "batch JSONL, for vLLM's `vllm run_batch` or a hosted batch API; nothing is sent")
     batch.add_argument("--import-results", type=Path, metavar="FILE",
                        help="load a batch output file into the response cache; then run the eval again")
     for option in model.task_options():
@@ -194,9 +193,10 @@ async def _export_requests(runtime: Runtime, task: Task, variants: list[str], op
     elif written:
         output_console().print(Text(
             f"{written} requests ({answers} answers) for {waiting} items written to {args.export_requests}. "
-            "Run them as a batch, e.g. python -m vllm.entrypoints.openai.run_batch "
+            "Run them as a batch, e.g. vllm run_batch "
             f"-i {args.export_requests} -o RESULTS --model MODEL --served-model-name {await client.model()} "
-            "(MODEL: the weights' Hugging Face id or folder; the requests ask for the served name), "
+            "(MODEL: the weights' Hugging Face id or folder; the requests ask for the served name; vLLM before "
+            "its run_batch command: python -m vllm.entrypoints.openai.run_batch), "
             "load the output with the same command and --import-results RESULTS, "
             "then run it again without either option. A judge of several steps (reasons, then answers; "
             "debate rounds) exports its next step on that run, until a run completes with zero calls."
