@@ -12,7 +12,8 @@ supported_by_base     rebut               judge, stored): mean of topic relevanc
 relation              rebut
 logical_validity      valid_derivation    makes an invalid derivation valid (their own, as the Coach
                                           formalised it, else a classic fallacy); the logic checker,
-                                          no model: valid scores 1, anything else 0
+                                          no model: valid scores 1, anything else 0 (circular too:
+                                          a conclusion one premise gives by itself)
 arrangement           missing_premise     adds the premise their own argument leaves unstated; the
 quality               missing_premise     logic check of argument + premise (InspireScore's S_LV)
 clarity               quantity_rewrite    rewrites a reply so it makes one clear point; the Grice
@@ -42,7 +43,14 @@ from engines.debate.settings import DebateSettings
 from engines.errors import ArgtuiError
 from engines.grice import DEFAULT_STRATEGY, GriceContext
 from engines.inspire.explain import derivation_sentence, verdict_sentence
-from engines.inspire.logic import MEASURED, FormulaError, check_derivation, parse_derivation_line, parse_formula
+from engines.inspire.logic import (
+    MEASURED,
+    FormulaError,
+    WrittenDerivation,
+    check_derivation,
+    parse_derivation_line,
+    parse_formula,
+)
 from engines.inspire.score import (
     DIMENSION_TITLES,
     LOGICAL,
@@ -237,10 +245,20 @@ def student_drills(db: Database, student_id: int) -> list[Drill]:
 # ---------------------------------------------------------------- judging
 
 
+def _premise_alone(derivation: WrittenDerivation) -> int | None:
+    """The index of the first premise that entails the conclusion by itself (z3), if any."""
+    return next((
+        index for index, premise in enumerate(derivation.premises)
+        if check_derivation(WrittenDerivation(premises=(premise,), conclusion=derivation.conclusion)).valid
+    ), None)
+
+
 def judge_derivation(material: str, answer: str) -> Judged:
     """The logic checker's verdict on the answer to a valid_derivation drill (no model; it blocks
     while z3 solves): valid with the material's conclusion scores 1, anything else 0; an answer that
-    does not parse has no score."""
+    does not parse has no score. A drill asks for premises that give the conclusion together: one
+    that entails it alone (`~CleanAir & BanCars |- ~CleanAir`) hides the conclusion inside it, and
+    the derivation counts as circular."""
     try:
         derivation = parse_derivation_line(answer.strip(), "your derivation")
         conclusion = parse_derivation_line(material).conclusion
@@ -255,6 +273,10 @@ def judge_derivation(material: str, answer: str) -> Judged:
         return Judged(None, f"Not a derivation the checker can read: {check.error}")
     if check.status == "timeout":
         return Judged(None, f"The checker could not decide in time ({check.error}).")
+    if check.valid and (alone := _premise_alone(derivation)) is not None:
+        circular = record.model_copy(update={"status": "circular"})
+        return Judged(0.0, f"{verdict_sentence(circular)} Premise {alone + 1} ({derivation.premises[alone]}) gives "
+                           "the conclusion by itself: write premises that give it only together.")
     return Judged(1.0 if check.valid else 0.0, verdict_sentence(record))
 
 
