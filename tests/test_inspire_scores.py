@@ -30,8 +30,10 @@ from engines.judging.task import TaskItem
 from engines.judging.verdict import JudgeId, Verdict
 from engines.llm.client import LLMClient
 from engines.tasks.inspire_turns import Candidate, TurnJudgment, turn_judgment
+from engines.llm.profile import Sampling
 from fakes import FakeServer, char_logprobs, chat_reply
 from store import Database
+from test_llm_parsing_offsets import emitted_is_likeliest
 
 TOPIC = "School uniforms should be mandatory"
 HALF = -0.6931471805599453  # log(0.5)
@@ -115,21 +117,32 @@ def test_a_verdict_stored_before_levels_were_kept_loads_with_its_level(tmp_path)
 
 
 @pytest.mark.llm
-async def test_the_embedded_model_sends_a_distribution_for_most_levels(llama_profile):
+async def test_the_embedded_model_sends_a_distribution_for_most_levels_its_emitted_one_the_likeliest(llama_profile):
+    """At temperature 0 every distribution read from the embedded model ranks its emitted level
+    first (read at the token that wrote it); a level not read keeps the argmax and says why."""
     texts = ("Uniforms cost families money every year, and studies found no drop in bullying where schools "
-             "adopted them.", "uniforms bad")
+             "adopted them.", "uniforms bad", "Uniforms let pupils focus on learning instead of fashion: "
+             "schools that adopted them report fewer fights over clothes.")
     found = []
     async with LLMClient(llama_profile.model_copy(update={"timeout_s": 600.0})) as client:
         for text in texts:
             scores, _ = await subjective_scores(client, TOPIC, text)
             assert scores.valid, scores.error
             found += scores.dimensions.values()
+        choice = await client.choose([{"role": "user", "content": "Is the sky blue? Answer yes or no."}],
+                                     ["yes", "no"], Sampling(temperature=0))
     # A level whose token's top alternatives hold no level at all falls back to the argmax.
     weighted = [score for score in found if score.rule == "expected"]
-    assert len(weighted) * 2 >= len(found), [(s.dimension, s.rule) for s in found]
+    assert len(weighted) * 2 >= len(found), [(s.dimension, s.rule, s.unread) for s in found]
     for score in weighted:
         assert sum(score.distribution.values()) == pytest.approx(1.0)
         assert score.probability == score.distribution[str(score.level)]
+        assert emitted_is_likeliest(score.distribution, str(score.level)), score
+        assert score.unread is None
+    assert all(score.unread for score in found if score.rule == "argmax")
+    assert choice.source == "logprobs" or choice.unread, choice
+    if choice.source == "logprobs":
+        assert emitted_is_likeliest(choice.distribution, choice.label), choice
     for score in found:
         assert 0.0 <= score.score <= 1.0
         assert score.rule == "expected" or score.score == pytest.approx((score.level - 1) / 4)

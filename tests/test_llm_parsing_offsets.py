@@ -10,7 +10,6 @@ import itertools
 import json
 import math
 import re
-import sys
 
 import pytest
 
@@ -200,32 +199,3 @@ async def test_token_bytes_of_another_shape_are_an_answer_of_an_unexpected_shape
 
 
 # ---------------------------------------------------------------- the embedded model
-
-
-@pytest.mark.llm
-async def test_the_embedded_models_levels_are_the_likeliest_of_their_distributions(llama_profile):
-    """At temperature 0 every distribution read from the embedded model ranks its emitted level first."""
-    texts = ("Uniforms cost families money every year, and studies found no drop in bullying where schools "
-             "adopted them.", "uniforms bad", "Uniforms let pupils focus on learning instead of fashion: "
-             "schools that adopted them report fewer fights over clothes.")
-    found = []
-    async with LLMClient(llama_profile.model_copy(update={"timeout_s": 600.0})) as client:
-        for text in texts:
-            scores, _ = await subjective_scores(client, TOPIC, text)
-            assert scores.valid, scores.error
-            found += scores.dimensions.values()
-        choice = await client.choose([{"role": "user", "content": "Is the sky blue? Answer yes or no."}],
-                                     ["yes", "no"], Sampling(temperature=0))
-    weighted = [score for score in found if score.rule == "expected"]
-    assert weighted, [score.unread for score in found]
-    for score in weighted:
-        assert emitted_is_likeliest(score.distribution, str(score.level)), score
-        assert score.unread is None
-    assert all(score.unread for score in found if score.rule == "argmax")
-    assert choice.source == "logprobs" or choice.unread, choice
-    if choice.source == "logprobs":
-        assert emitted_is_likeliest(choice.distribution, choice.label), choice
-    print(f"\nembedded model: {len(weighted)} of {len(found)} levels read from logprobs; not read: "
-          + "; ".join(f"{s.dimension} {s.level}: {s.unread}" for s in found if s.unread)
-          + f"; choice {choice.label} ({choice.source}{', ' + choice.unread if choice.unread else ''})",
-          file=sys.stderr)
