@@ -3,7 +3,8 @@
 * **0 Retrieval**: the best counter-argument from the argument base for the student's
   last message, word for word, with its source (the organisers' baseline; no model call);
 * **1 Quick**: that argument adapted to the dialogue in one streamed model call,
-  checked like every reply (`engines.debate.replies`);
+  checked like every reply (`engines.debate.replies`); on a claim of no topic of the base,
+  the argument nearest the message;
 * **2 Full**: the five SINAI steps (`engines.debate.pipeline`).
 
 Every level reports the same events and fills the same `BotTurn` (with its level), so
@@ -83,7 +84,7 @@ class QuickOpponent(RetrievalOpponent):
     ) -> AsyncIterator[PipelineEvent]:
         clock = self._clock("retrieval")
         yield StepStarted(clock.step)
-        best = await self._counter(clock, setup, history, turn)
+        best = await self._counter(clock, setup, history, turn, on_topic=False)
         yield step_finished(clock, turn)
 
         clock = self._clock("reply")

@@ -5,8 +5,10 @@ too long, repeats the instructions or argues the student's side is retried once 
 reason, then replaced by the best selected argument's text, marked as a fallback; a draft
 streams as `DraftWriting` (its text and length) and becomes the reply (`ReplyProgress`) only
 once it passes. Level 0's
-answer, the best counter-argument from the argument base word for word, is here too: a level
-whose model step fails answers with it, marked as such (`Opponent.fallback_turn`).
+answer, the best counter-argument from the argument base word for word, is here too: an argument
+of the claim's topic on the side of it opposite the student's (`engines.retrieval.stance`), or,
+for a claim on no topic of the base, the turn's failure saying so; a level whose model step
+fails answers with it, marked as such (`Opponent.fallback_turn`).
 
 The levels themselves: `engines.debate.levels` (0 and 1) and `engines.debate.pipeline` (2).
 """
@@ -15,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections import Counter
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import AsyncGenerator, AsyncIterator, Awaitable, Callable, Literal, Mapping, Sequence, TypeVar
@@ -38,8 +39,9 @@ from engines.llm.client import LLMClient
 from engines.llm.profile import Sampling
 from engines.llm.types import Usage, UsageMeter
 from engines.errors import ArgtuiError
-from engines.retrieval.strategies import IDEA, ArgumentGraph, GraphEdge, GraphNode
-from engines.retrieval.types import Argument, Hit, Retriever
+from engines.retrieval.stance import NoTopicError, claim_topic
+from engines.retrieval.strategies import IDEA, ArgumentGraph, GraphEdge, GraphNode, search_side
+from engines.retrieval.types import Argument, Hit, Retriever, TopicSide
 from engines.timing import Stopwatch
 
 Side = Literal["pro", "con"]
@@ -212,42 +214,24 @@ def evidence_from(graph: ArgumentGraph, query: int) -> list[EvidenceItem]:
 FALLBACK_STEP = ("fallback", "Best counter-argument (fallback)")
 FALLBACK_TIMEOUT_S = 10.0  # level 0's retrieval: milliseconds on the embedded base
 CANDIDATES = 3  # counter-arguments retrieved: the evidence levels 0 and 1 show
-SIDE_VOTES = 5  # arguments that vote on the topic nearest a claim and on the student's side of it
+
+
+async def bot_side(setup: DebateSetup) -> TopicSide | None:
+    """The bot's side of the labelled topic the debate's claim is on (the topic's own wording
+    or its negation, `engines.retrieval.stance`); None when the claim is on no topic of the base."""
+    matched = await asyncio.to_thread(claim_topic, setup.claim)  # the first call reads the bundled corpus
+    return matched.bot(setup.user_side) if matched else None
 
 
 async def counter_arguments(retriever: Retriever, setup: DebateSetup, message: str, k: int = CANDIDATES) -> list[Hit]:
-    """The arguments that best attack the student's message, best first.
-
-    Arguments on a topic of the argument base, on the other side from the student's, that
-    match the message. The topic is the debate's claim when the base holds it; otherwise
-    the topic nearest the claim, and the student's side of it is the side of the arguments
-    on it nearest the message (a claim such as "uniforms should be mandatory" may be the
-    negation of the base's "we should abandon school uniforms"). With no topic near, as
-    the organisers' baseline: arguments whose attacked claim matches the message.
-    """
-    bot_side = "attacks" if setup.user_side == "pro" else "supports"
-    hits = await retriever.search(message, topic=setup.claim, relation=bot_side, k=k)
-    if hits:
-        return hits
-    topic, student = await _nearest_side(retriever, setup.claim, message)
-    if topic is not None:
-        opposite = "attacks" if student == "supports" else "supports"
-        hits = await retriever.search(message, topic=topic, relation=opposite, k=k)
-    return hits or await retriever.search(message, field="attacks", k=k)
-
-
-async def _nearest_side(retriever: Retriever, claim: str, message: str) -> tuple[str | None, str | None]:
-    """The base's topic nearest the claim, and the relation to it of the arguments nearest the
-    message: a vote of the best-ranked of each, ties to the better ranked."""
-    topics = Counter(hit.argument.topic for hit in await retriever.search(claim, k=SIDE_VOTES) if hit.argument.topic)
-    if not topics:
-        return None, None
-    topic = topics.most_common(1)[0][0]
-    relations = Counter(
-        hit.argument.relation for hit in await retriever.search(message, topic=topic, k=SIDE_VOTES)
-        if hit.argument.relation in ("supports", "attacks")
-    )
-    return (topic, relations.most_common(1)[0][0]) if relations else (None, None)
+    """The arguments that best answer the student's message, best first: arguments of the
+    claim's topic on the bot's side of it (the corpus's stance labels) whose text matches the
+    message. A claim on no topic of the base has none: `NoTopicError` says so, rather than
+    answering with arguments on some other topic."""
+    side = await bot_side(setup)
+    if side is None:
+        raise NoTopicError()
+    return await search_side(retriever, message, side, k)
 
 
 def best_unsaid(items: list[EvidenceItem], history: Sequence[DialogueTurn]) -> EvidenceItem:
@@ -439,11 +423,19 @@ class Opponent:
         raise NotImplementedError
 
     async def _counter(
-        self, clock: StepClock, setup: DebateSetup, history: Sequence[DialogueTurn], turn: BotTurn
+        self, clock: StepClock, setup: DebateSetup, history: Sequence[DialogueTurn], turn: BotTurn,
+        on_topic: bool = True,
     ) -> EvidenceItem:
-        """Retrieve the counter-arguments into the turn; the best one is selected."""
+        """Retrieve the counter-arguments into the turn; the best one is selected. `on_topic`
+        False: a claim on no topic of the base gets the arguments nearest the message instead
+        (for a model to adapt), not the step's failure."""
         message = next(t.content for t in reversed(history) if t.role == "user")
-        hits = await clock.run(counter_arguments(self.retriever, setup, message))
+        try:
+            hits = await clock.run(counter_arguments(self.retriever, setup, message))
+        except NoTopicError as error:
+            if on_topic:
+                raise StepError(clock.step, str(error), "") from None
+            hits = await clock.run(self.retriever.search(message, k=CANDIDATES))
         if not hits:
             hint = "" if likely_english(message) else " (the argument base is in English: write in English)"
             raise StepError(clock.step, f"the argument base has no argument against this message{hint}", "")

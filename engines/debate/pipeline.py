@@ -2,11 +2,11 @@
 
 Each bot turn: (1) discourse and strategy analysis; (2) up to three search
 queries; retrieval of a small argument graph per query with the three SINAI
-strategies; (3) per query, the best three of the six arguments it offers (the
-hits the chains start from stay in the evidence as context; queries
-concurrently); (4) up to three arguments overall; (5) a reply of at most 60
-words with the arguments it used, streamed. Every step's JSON is schema
-constrained and validated; a step that still fails after its retries, or runs out of
+strategies (on a claim of a topic of the base, from the bot's side of that topic);
+(3) per query, the best three of the six arguments it offers (the hits the chains
+start from stay in the evidence as context; queries concurrently); (4) up to three
+arguments overall; (5) a reply of at most 60 words with the arguments it used, streamed.
+Every step's JSON is schema constrained and validated; a step that still fails after its retries, or runs out of
 its time, ends the level's steps — never skipped: the reply is then level 0's, the best
 counter-argument, marked as such (`Opponent.fallback_turn`).
 
@@ -40,6 +40,7 @@ from engines.debate.opponent import (
     ReplyProgress,
     StepError,
     StepStarted,
+    bot_side,
     evidence_from,
     gathered,
     render_dialogue,
@@ -221,11 +222,12 @@ class DebatePipeline(Opponent):
         steps.queries = plan
         yield step_finished(clock, turn, attempts)
 
-        # 2.5 retrieval, all queries at once
+        # 2.5 retrieval, all queries at once; on the claim's topic, only the bot's side of it is offered
         clock = self._clock("retrieval")
         yield StepStarted(clock.step)
+        side = await clock.run(bot_side(setup))
         graphs = await clock.run(gathered(
-            *(retrieve_for_idea(self.retriever, q.opponent_idea, q.field_to_look, self.k) for q in queries)
+            *(retrieve_for_idea(self.retriever, q.opponent_idea, q.field_to_look, self.k, side=side) for q in queries)
         ))
         # A query whose words find nothing (a small model's may be no words at all) searches with
         # the student's message, the idea it was meant to attack or support.
@@ -233,7 +235,8 @@ class DebatePipeline(Opponent):
         if empty:
             message = next(t.content for t in reversed(history) if t.role == "user")
             found = await clock.run(gathered(
-                *(retrieve_for_idea(self.retriever, message, queries[n - 1].field_to_look, self.k) for n in empty)
+                *(retrieve_for_idea(self.retriever, message, queries[n - 1].field_to_look, self.k, side=side)
+                  for n in empty)
             ))
             for number, graph in zip(empty, found):
                 graphs[number - 1] = graph

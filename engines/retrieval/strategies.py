@@ -28,20 +28,28 @@ both by a relation field and by similarity keeps the edge that says how it
 relates to the idea. The first hop is one round of concurrent searches
 (each asks for enough extra hits to fill its `k` after the earlier strategies
 took theirs), the chains a second round.
+
+On a topic whose arguments carry their stance on it (`engines.retrieval.stance`), the bot's
+`side` of the topic is known: every argument offered to step 3 (text, the goal's own relation,
+the chains) is on that side, and the hits the chains start from on the other side.
 """
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import asdict, dataclass
-from typing import Literal
+from typing import Awaitable, Collection, Literal
 
-from engines.retrieval.types import Argument, Hit, Relation, Retriever, SearchField
+from engines.retrieval.types import Argument, Hit, Relation, Retriever, SearchField, TopicSide
 
 Goal = Literal["ATTACK", "SUPPORT"]
 Strategy = Literal["text", "attack", "support", "chain"]
 GOALS: tuple[Goal, ...] = ("ATTACK", "SUPPORT")
 IDEA = "idea"  # the edge target that stands for the query idea itself
+# How many more hits than asked a search on one side of a topic looks at: the topic filter keeps
+# every topic holding all its words ("ban cosmetic surgery" also holds "… for minors"), and
+# only the topic itself counts.
+SIDE_OVERFETCH = 4
 
 _FIELD: dict[Strategy, SearchField] = {"text": "text", "attack": "attacks", "support": "supports"}
 _RELATION: dict[Strategy, Relation] = {"attack": "attacks", "support": "supports"}
@@ -96,6 +104,29 @@ class ArgumentGraph:
         }
 
 
+async def search_side(
+    retriever: Retriever, query: str, side: TopicSide, k: int, *, field: SearchField = "text",
+    exclude: Collection[str] = (),
+) -> list[Hit]:
+    """The k best arguments for `query` on one side of a topic, best first."""
+    hits = await retriever.search(
+        query, field=field, k=k * SIDE_OVERFETCH, topic=side.topic, relation=side.relation, exclude=exclude
+    )
+    return [hit for hit in hits if hit.argument.topic == side.topic][:k]
+
+
+def _search(
+    retriever: Retriever, query: str, strategy: Strategy | None, k: int, topic: str | None, side: TopicSide | None,
+    exclude: Collection[str] = (), field: SearchField | None = None,
+) -> Awaitable[list[Hit]]:
+    """One strategy's search: on `side` of its topic when known (a relation strategy then searches
+    the field that holds the topic for that side's arguments), else anywhere in `topic`."""
+    if side is None:
+        return retriever.search(query, field=field or _FIELD[strategy], k=k, topic=topic, exclude=exclude)
+    return search_side(retriever, query, side, k, field="text" if strategy == "text" else side.relation,
+                       exclude=exclude)
+
+
 def _first_hop_order(goal: Goal) -> tuple[Strategy, ...]:
     """Which strategy picks first, then next: the relational ones in the goal's order, then text."""
     return ("attack", "support", "text") if goal == "ATTACK" else ("support", "attack", "text")
@@ -108,28 +139,29 @@ def _pick(hits: list[Hit], taken: set[str], k: int) -> list[Hit]:
 
 
 async def retrieve_for_idea(
-    retriever: Retriever, idea: str, goal: Goal, k: int = 2, *, topic: str | None = None
+    retriever: Retriever, idea: str, goal: Goal, k: int = 2, *, topic: str | None = None,
+    side: TopicSide | None = None,
 ) -> ArgumentGraph:
-    """The small argument graph for one query idea: nodes tagged by strategy, relation edges."""
+    """The small argument graph for one query idea: nodes tagged by strategy, relation edges.
+    `side`: the bot's side of a labelled topic, which every argument it may choose is on."""
     if goal not in GOALS:
         raise ValueError(f"goal must be one of {GOALS}, got {goal!r}")
     order = _first_hop_order(goal)
-    first_hop = await asyncio.gather(
-        *(retriever.search(idea, field=_FIELD[s], k=k * (rank + 1), topic=topic) for rank, s in enumerate(order))
-    )
-    taken: set[str] = set()
-    picked = {strategy: _pick(hits, taken, k) for strategy, hits in zip(order, first_hop)}
-
     # goal ATTACK: attack each support argument; goal SUPPORT: support each attack argument
     base: Strategy = "support" if goal == "ATTACK" else "attack"
     chain_relation: Relation = "attacks" if goal == "ATTACK" else "supports"
+    first_hop = await asyncio.gather(*(
+        _search(retriever, idea, s, k * (rank + 1), topic, side.other if side and s == base else side)
+        for rank, s in enumerate(order)
+    ))
+    taken: set[str] = set()
+    picked = {strategy: _pick(hits, taken, k) for strategy, hits in zip(order, first_hop)}
+
     bases = [hit.argument for hit in picked[base]]
-    chain_hits = await asyncio.gather(
-        *(
-            retriever.search(argument.text, field=chain_relation, k=len(bases), topic=topic, exclude=taken)
-            for argument in bases
-        )
-    )
+    chain_hits = await asyncio.gather(*(
+        _search(retriever, argument.text, None, len(bases), topic, side, exclude=taken, field=chain_relation)
+        for argument in bases
+    ))
 
     nodes: list[GraphNode] = []
     edges: list[GraphEdge] = []

@@ -73,6 +73,19 @@ class Argument:
 
 
 @dataclass(frozen=True)
+class TopicSide:
+    """One side of a topic whose arguments are labelled with their stance on it (the bundled
+    corpus): the arguments on `topic` whose recorded relation to it is `relation`."""
+
+    topic: str
+    relation: Relation
+
+    @property
+    def other(self) -> "TopicSide":
+        return TopicSide(self.topic, "supports" if self.relation == "attacks" else "attacks")
+
+
+@dataclass(frozen=True)
 class Hit:
     argument: Argument
     score: float
