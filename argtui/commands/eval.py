@@ -8,7 +8,6 @@ import importlib
 import importlib.util
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from rich import box
 from rich.console import Console
@@ -21,12 +20,10 @@ from argtui.runtime import Runtime
 from engines.errors import ArgtuiError
 from engines.judging.evaluate import TaskRun, run_task
 from engines.judging.options import TaskOptions
+from engines.judging.panel import run_panel
 from engines.judging.task import Task, TaskItem, TaskReport, canonical_variant, options_model, tasks
 from engines.output import write_text_file
 from engines.terminal_text import VisibleControlsConsole
-
-if TYPE_CHECKING:
-    from engines.llm.client import LLMClient
 
 HELP = "run a judge over a dataset and report agreement with the reference"
 
@@ -63,6 +60,13 @@ def _add_task(subparsers, task: Task) -> None:
         *names, dest="variant", nargs="+", metavar=task.variant_flag.upper(),
         help=f"one or more of {', '.join(task.variants())} (any letter case; default {default})",
     )
+    parser.add_argument(
+        "--panel", type=panel_members, metavar="MEMBERS",
+        help="also judge as one panel of these judges (their majority label, the mean of their probabilities; "
+             "a tie goes to the label of higher mean probability): PROFILE:VARIANT or VARIANT (of --judge's "
+             "profile), comma-separated, e.g. embedded:few,embedded:zero; each member is run and stored as "
+             "itself first, so a member judged before is not asked again",
+    )
     model = options_model(task)
     task_help = {"limit": getattr(task, "limit_help", None), "output": getattr(task, "output_help", None)}
     for option in model.described():
@@ -97,6 +101,36 @@ def _list_or_usage(args) -> int:
     return 0
 
 
+Judge = tuple[str | None, str]  # a backend profile (None: --judge's) and a variant, as given
+
+
+def panel_members(text: str) -> list[Judge]:
+    """--panel's members: PROFILE:VARIANT or VARIANT, comma-separated, at least two."""
+    members = []
+    for part in (part.strip() for part in text.split(",")):
+        profile, _, variant = part.rpartition(":")
+        if not variant:
+            raise argparse.ArgumentTypeError(f"{part!r} names no variant (PROFILE:VARIANT or VARIANT)")
+        members.append((profile or None, variant))
+    if len(members) < 2:
+        raise argparse.ArgumentTypeError("a panel needs at least two judges, comma-separated")
+    return members
+
+
+def _judges(runtime: Runtime, task: Task, options: TaskOptions, panel: list[Judge] | None) -> tuple[list[Judge], list[Judge]]:
+    """The judges the command runs (its variants, then the panel's other members) and the panel's
+    members, each with its profile's configured name and the variant as the task spells it."""
+    def named(profile: str | None, variant: str) -> Judge:
+        return runtime.profile(profile or options.judge).name, canonical_variant(task, variant)
+
+    members = [named(*member) for member in panel or []]
+    if len(set(members)) < len(members):
+        raise ArgtuiError(f"--panel names a judge twice: {', '.join(f'{p}:{v}' for p, v in members)}")
+    given = options.variant or ([] if members else [task.variants()[0]])
+    judges = [named(None, variant) for variant in given]
+    return list(dict.fromkeys([*judges, *members])), members
+
+
 def task_options(task: Task, args: argparse.Namespace) -> TaskOptions:
     """The task's options from the parsed command line: the fields of its model, checked."""
     model = options_model(task)
@@ -107,7 +141,8 @@ def _eval(task: Task, args) -> int:
     if args.import_results:
         return _import_results(args.import_results, args.json)
     options = task_options(task, args)
-    variants = [canonical_variant(task, v) for v in (options.variant or [task.variants()[0]])]
+    for variant in options.variant or []:
+        canonical_variant(task, variant)  # an unknown one is named before anything is read
     task.check_options(options)
     offline = getattr(task, "run_offline", None)
     report = offline(options) if offline is not None else None
@@ -120,8 +155,8 @@ def _eval(task: Task, args) -> int:
             print_report(console, report)
         return 0
     if args.export_requests:
-        return run_with_runtime(lambda runtime: _export_requests(runtime, task, variants, options, args))
-    runs = run_with_runtime(lambda runtime: _run(runtime, task, variants, options, args.retry_invalid))
+        return run_with_runtime(lambda runtime: _export_requests(runtime, task, options, args))
+    runs = run_with_runtime(lambda runtime: _run(runtime, task, options, args.panel, args.retry_invalid))
     if options.output:
         writer = getattr(task, "write_output", None)
         if writer is not None:
@@ -144,41 +179,56 @@ def _eval(task: Task, args) -> int:
     return 0
 
 
-async def _prepare(runtime: Runtime, task: Task, options: TaskOptions) -> tuple[list[TaskItem], LLMClient, dict]:
-    """The items, the judge's client and the run's selection."""
+def _prepare(runtime: Runtime, task: Task, options: TaskOptions) -> tuple[list[TaskItem], dict]:
+    """The items and the run's selection."""
     items = task.items(runtime, options)  # read and checked before a backend starts
     if not items:
         raise ArgtuiError(f"task {task.name!r}: nothing to judge with these options")
-    client = await runtime.client(options.judge)
     selection = {"limit": options.limit, "seed": options.seed, **{
         option.name: _plain(getattr(options, option.name))
         for option in task.options if not (option.judge_option or option.report_option)
     }}
-    return items, client, selection
+    return items, selection
 
 
 async def _run(
-    runtime: Runtime, task: Task, variants: list[str], options: TaskOptions, retry_invalid: bool
+    runtime: Runtime, task: Task, options: TaskOptions, panel: list[Judge] | None, retry_invalid: bool
 ) -> list[TaskRun]:
-    items, client, selection = await _prepare(runtime, task, options)
-    results = []
-    for variant in variants:
-        with batch_progress_bar(f"{task.name} {variant}") as show:
-            results.append(await run_task(
+    """Every judge's run, then the panel's (of its members' runs) when there is one."""
+    judges, members = _judges(runtime, task, options, panel)
+    items, selection = _prepare(runtime, task, options)
+    runs: dict[Judge, TaskRun] = {}
+    for profile, variant in judges:
+        client = await runtime.client(profile)
+        with batch_progress_bar(f"{task.name} {variant} ({profile})" if members else f"{task.name} {variant}") as show:
+            runs[profile, variant] = await run_task(
                 runtime, task, client, variant, options, items,
                 selection=selection, concurrency=options.concurrency, on_progress=show, retry_invalid=retry_invalid,
+            )
+    results = list(runs.values())
+    if members:
+        with batch_progress_bar(f"{task.name} panel") as show:
+            results.append(await run_panel(
+                runtime, task, [runs[member] for member in members], options, items,
+                selection=selection, on_progress=show, retry_invalid=retry_invalid,
             ))
     return results
 
 
-async def _export_requests(runtime: Runtime, task: Task, variants: list[str], options: TaskOptions, args) -> int:
+async def _export_requests(runtime: Runtime, task: Task, options: TaskOptions, args) -> int:
     from engines.judging.runner import RunDeferred
     from engines.llm.batch import deferring, write_requests
 
-    items, client, selection = await _prepare(runtime, task, options)
+    judges, _ = _judges(runtime, task, options, args.panel)
+    profiles = {profile for profile, _ in judges}
+    if len(profiles) > 1:
+        raise ArgtuiError(f"--export-requests writes the requests of one profile; these judges use {', '.join(sorted(profiles))}: "
+                          "export each profile's with its --judge")
+    items, selection = _prepare(runtime, task, options)
+    client = await runtime.client(profiles.pop())
     waiting = 0
     with deferring(client) as log:
-        for variant in variants:
+        for _, variant in judges:  # a panel asks nothing: its members' requests are all it needs
             with batch_progress_bar(f"{task.name} {variant}") as show:
                 try:
                     await run_task(runtime, task, client, variant, options, items,

@@ -217,7 +217,8 @@ async def run_tracked(
                 counts["deferred"] += 1
                 continue
             # Every item is timed here, the one clock of a run: a task's judge need not time itself.
-            verdict = verdict.model_copy(update={"seconds": seconds})
+            # A verdict made of verdicts judged before (a panel's) keeps their time, which is longer.
+            verdict = verdict.model_copy(update={"seconds": max(seconds, verdict.seconds)})
             unwritten.put(item.key, (item, verdict))
             verdicts[item.key] = verdict
             counts["now"] += 1

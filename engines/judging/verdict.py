@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import Any, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from engines.llm.types import Usage
 from store.identity import identity_digest, judge_name, options_digest
+
+PANEL = "panel"
+_CODE = re.compile(r"[^/ ]*")  # a variant's code: what comes before its qualifier ("few" of "few/swap@t0")
 
 # What a verdict keeps of what was said. Every call is capped at a few thousand tokens, so a
 # verdict's answers (several for runs or both orders, joined) are far below this; only a server
@@ -91,3 +95,26 @@ class JudgeId(BaseModel):
     ) -> "JudgeId":
         return cls(profile=profile, model=model, variant=variant, options=options_digest(options or {}),
                    prompts=prompts, sampling=sampling)
+
+    @classmethod
+    def of_panel(cls, members: Sequence["JudgeId"]) -> "JudgeId":
+        """The judge made of `members` (engines/judging/panel.py), in any order: their profiles and
+        models, their variants' codes under one qualifier ("panel(few+zero)/swap@t0"; each code with
+        its profile where the profiles differ), and a digest of every member's whole identity, so a
+        change of any member is another panel. A panel's name is read back into no members: the
+        panel's verdicts name them."""
+        ordered = sorted(members, key=lambda member: member.name)
+        if len(ordered) < 2 or len({member.name for member in ordered}) < len(ordered):
+            raise ValueError(f"a panel needs two or more different judges, not {[m.name for m in members]}")
+        profiles = list(dict.fromkeys(member.profile for member in ordered))
+        codes = [_CODE.match(member.variant).group() for member in ordered]
+        qualifiers = {member.variant[len(code):] for member, code in zip(ordered, codes)}
+        parts = codes if len(qualifiers) == 1 else [member.variant for member in ordered]
+        if len(profiles) > 1:
+            parts = [f"{member.profile}:{part}" for member, part in zip(ordered, parts)]
+        qualifier = qualifiers.pop() if len(qualifiers) == 1 else ""
+        return cls(
+            profile="+".join(profiles), model="+".join(dict.fromkeys(member.model for member in ordered)),
+            variant=f"{PANEL}({'+'.join(parts)}){qualifier}",
+            options=options_digest({PANEL: [member.model_dump() for member in ordered]}),
+        )

@@ -53,7 +53,7 @@ from engines.pairwise.evaluation import (
     versus,
 )
 from engines.pairwise.fewshot import FEWSHOT_RULES
-from engines.pairwise.judge import MODES, JudgeSettings
+from engines.pairwise.judge import MODES, JudgeSettings, majority_label, run_labels
 from engines.pairwise.prompts import DIM_ADVERB, LABELS, STRATEGIES
 from engines.pairwise.run import TASK_NAME, PairItem, judge_item, load_corpus, select_items
 
@@ -287,6 +287,15 @@ class PairwiseTask(TaskBase):
         self, ctx: TaskContext, item: TaskItem, variant: str, client: LLMClient, options: PairwiseOptions
     ) -> Verdict:
         return await judge_item(client, self.settings(variant, options), item.payload, options.data, options.fewshot_rule)
+
+    def panel_data(self, verdicts: Sequence[Verdict]) -> dict[str, Any]:
+        """A panel's answers in each order (swap) or of each run: each the seed's majority of its
+        members' (a split is a Tie), so the panel's position figures and run variability are read as
+        a judge's; none where the members gave unlike numbers of answers."""
+        answers = [run_labels(verdict) for verdict in verdicts]
+        if len({len(given) for given in answers}) != 1:
+            return {}
+        return {"run_labels": [majority_label(given) for given in zip(*answers)]}
 
     def report(
         self, ctx: TaskContext, judge: JudgeId, items: Sequence[TaskItem], verdicts: dict[str, Verdict],
