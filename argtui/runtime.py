@@ -58,7 +58,8 @@ class Runtime:
                 if self._db_problem is not None:
                     raise StoreError(self._db_problem)
                 try:
-                    self._db = Database(os.environ.get(DATABASE_URL_ENV) or self.config.paths.database)
+                    self._db = Database(os.environ.get(DATABASE_URL_ENV) or self.config.paths.database,
+                                        local_dir=self.config.paths.data_dir)
                 except StoreError as exc:
                     self._db_problem = str(exc)
                     raise

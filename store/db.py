@@ -194,10 +194,12 @@ def database_url(location: Path | str) -> str:
 class Database:
     """One database, safe to share across threads; several processes may use it at once.
 
-    `location` is an SQLite file path or a database URL (`postgresql://user@host/name`).
+    `location` is an SQLite file path or a database URL (`postgresql://user@host/name`);
+    `local_dir` a folder of this host that keeps what the database cannot take while it is down
+    (why a run stopped: `store.runs`), by default an SQLite file's own folder.
     """
 
-    def __init__(self, location: Path | str):
+    def __init__(self, location: Path | str, *, local_dir: Path | None = None):
         try:
             url = database_url(location)
         except (ArgumentError, ValueError):  # the message would quote the URL, password included
@@ -228,6 +230,7 @@ class Database:
             self.engine = create_engine(
                 url, pool_pre_ping=True, connect_args={"options": options, "connect_timeout": CONNECT_TIMEOUT_S},
             )
+        self.local_dir = local_dir or (self.path.parent if self.path else None)
         self.location = str(self.path) if self.path else (
             self.engine.url.set(drivername=self.engine.url.get_backend_name()).render_as_string(hide_password=True)
         )

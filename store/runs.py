@@ -7,19 +7,30 @@ process is gone (on this host, at once) or that its heartbeat is older than `LEA
 another host, or when the pid now belongs to another process) and shows the run as
 interrupted. A heartbeat alone would also catch the first case, but a minute late; the
 pid alone would miss runs of other hosts sharing a PostgreSQL database.
+
+A process that stops a run while the database cannot take that write (its server gone)
+notes why in a small file per run under the database's local folder (`Database.local_dir`),
+named by the database and the run; a listing on this host then shows that cause for the
+run its process left running, instead of only that the process is gone. The run's next
+stored state makes the note void.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 from datetime import datetime, timezone
 from enum import Enum
+from pathlib import Path
 
 from sqlalchemy import update
 from sqlmodel import Field, SQLModel, select
 
-from store.db import Database
+from store.db import Database, StoreError
 from store.holders import Holder
+
+log = logging.getLogger("argtui.runs")
 
 HEARTBEAT_S = 5.0  # how often a running process renews its run's heartbeat
 LEASE_S = 60.0  # a heartbeat older than this: the process is gone (a renewal may wait out a 15 s lock)
@@ -84,13 +95,15 @@ class BatchRun(SQLModel, table=True):
             return None
         age = ((now or _now()) - _as_utc(self.heartbeat_at or self.updated_at)).total_seconds()
         holder = Holder(self.host, self.pid) if self.pid is not None else None
-        if holder is not None and holder.gone:
+        if self.error:  # a running run's cause is the one its process noted as it stopped it (`RunRepository`)
+            why = f"its process ({holder or 'unknown'}) stopped it: {self.error}"
+        elif holder is not None and holder.gone:
             why = f"its process ({holder}) is gone"
         elif age > LEASE_S:
             why = f"its process ({holder or 'unknown'}) stopped renewing its heartbeat"
         else:
             return None
-        return f"interrupted: {why}, last heartbeat {_age(age)} ago; run the same command again to resume"
+        return f"interrupted: {why}; last heartbeat {_age(age)} ago; run the same command again to resume"
 
     @property
     def shown_state(self) -> RunState:
@@ -106,6 +119,8 @@ class BatchRun(SQLModel, table=True):
 class RunRepository:
     def __init__(self, db: Database):
         self._db = db
+        database = hashlib.sha256(db.location.encode()).hexdigest()[:12]
+        self._notes: Path | None = db.local_dir / "stopped-runs" / database if db.local_dir else None
 
     def open(
         self, kind: str, name: str, config: dict, total: int, *, task: str = "", judge: str = ""
@@ -136,6 +151,19 @@ class RunRepository:
         done: int | None = None,
         invalid: int | None = None,
         error: str | None = None,
+    ) -> BatchRun:
+        try:
+            run = self._update(run_id, state, done, invalid, error)
+        except StoreError as exc:
+            if state not in (None, RunState.RUNNING):  # stopping it: the next listing says why
+                self._note(run_id, error or str(exc))
+            raise
+        if state is not None and self._notes is not None:
+            (self._notes / f"{run_id}.json").unlink(missing_ok=True)  # its state is stored: no note stands
+        return run
+
+    def _update(
+        self, run_id: int, state: RunState | None, done: int | None, invalid: int | None, error: str | None
     ) -> BatchRun:
         with self._db.session() as session:
             run = session.get(BatchRun, run_id)
@@ -171,13 +199,41 @@ class RunRepository:
             ).rowcount
         return bool(renewed)
 
+    def _note(self, run_id: int, cause: str) -> None:
+        """Note why this process stopped the run, where the database could not store it."""
+        if self._notes is None:
+            return
+        holder = Holder.this_process()
+        try:
+            self._notes.mkdir(parents=True, exist_ok=True)
+            (self._notes / f"{run_id}.json").write_text(
+                json.dumps({"host": holder.host, "pid": holder.pid, "cause": cause}), encoding="utf-8"
+            )
+        except OSError as exc:  # a full disk: the listing says the process is gone
+            log.warning("run %s: why it stopped could not be noted in %s: %s", run_id, self._notes, exc)
+
+    def _with_noted_cause(self, run: BatchRun) -> BatchRun:
+        """The run, with the cause its process noted when it left the run running in the database
+        (the row is detached: the cause is shown, never written back)."""
+        if run.state != RunState.RUNNING or self._notes is None:
+            return run
+        try:
+            note = json.loads((self._notes / f"{run.id}.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):  # no note, or one cut short
+            return run
+        if isinstance(note, dict) and (note.get("host"), note.get("pid")) == (run.host, run.pid):
+            run.error = str(note.get("cause") or "") or None
+        return run
+
     def list(self, kind: str | None = None) -> list[BatchRun]:
         with self._db.read() as session:
             query = select(BatchRun).order_by(BatchRun.updated_at.desc())
             if kind:
                 query = query.where(BatchRun.kind == kind)
-            return list(session.exec(query))
+            runs = list(session.exec(query))
+        return [self._with_noted_cause(run) for run in runs]
 
     def get(self, run_id: int) -> BatchRun | None:
         with self._db.read() as session:
-            return session.get(BatchRun, run_id)
+            run = session.get(BatchRun, run_id)
+        return self._with_noted_cause(run) if run is not None else None

@@ -312,16 +312,16 @@ def test_postgres_killed_mid_import_is_one_line_and_the_next_import_removes_what
     db.close()
 
 
-def test_postgres_killed_mid_eval_leaves_the_run_interrupted_with_its_cause(
+def test_postgres_killed_mid_eval_leaves_the_run_interrupted_with_the_cause_its_process_noted(
     own_postgres, own_postgres_db, offline_config
 ):
     assert argtui("import", "critiques", "--demo").returncode == 0
-    with FakeServer([Reply(json=chat_reply("A").json, delay_s=0.2)]) as fake:
+    port = free_loopback_port()  # the rerun's server keeps the address, and so the cached answers
+    eval_args = ["eval", "critiques", "--judge", "fake", "--prompt", "simple", "--limit", "20"]
+    with FakeServer([Reply(json=chat_reply("A").json, delay_s=0.2)], port=port) as fake:
         load_config().add_backend(fake.profile(kind="openai", retries=0, timeout_s=10, max_concurrency=1))
         child = subprocess.Popen(
-            [sys.executable, "-m", "argtui", "eval", "critiques", "--judge", "fake", "--prompt", "simple",
-             "--limit", "20"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            [sys.executable, "-m", "argtui", *eval_args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
         deadline = time.monotonic() + 120
         while len(fake.bodies) < 8:
@@ -336,8 +336,16 @@ def test_postgres_killed_mid_eval_leaves_the_run_interrupted_with_its_cause(
     listed = argtui("runs", "--json")
     assert listed.returncode == 0, listed.stderr
     [run] = json.loads(listed.stdout)
-    assert run["state"] == "interrupted" and f"pid {child.pid}" in run["cause"] and "is gone" in run["cause"]
+    # The server was down when the run stopped: its process noted why in the data folder, and the
+    # listing says that, not only that the process is gone.
+    assert run["state"] == "interrupted" and f"pid {child.pid}" in run["cause"], run
+    assert "cannot be reached or closed the connection" in run["cause"] and "is gone" not in run["cause"], run
     assert run["done"] < run["total"] == 20
+    with FakeServer([chat_reply("A")], port=port):
+        rerun = argtui(*eval_args)
+    assert rerun.returncode == 0, rerun.stderr
+    [run] = json.loads(argtui("runs", "--json").stdout)
+    assert run["state"] == "done" and run["cause"] is None, run  # its stored state voids the note
 
 
 # ---------------------------------------------------------------------- runs whose process is gone
@@ -428,6 +436,33 @@ def test_a_run_is_interrupted_once_its_process_is_gone_or_its_heartbeat_is_older
     assert "pid 1 on another-host" in expired.cause and "stopped renewing its heartbeat" in expired.cause
     assert listed(heartbeat_at=now, state=RunState.PAUSED).shown_state == RunState.PAUSED  # only a running run can be
     assert runs.beat(run.id) is False  # not running here any more: nothing to renew
+
+
+def test_a_run_stopped_where_the_database_refuses_the_write_shows_the_cause_its_process_noted(
+    db, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(store.db, "LOCK_WAIT_S", 1.0)  # SQLite's busy wait: one attempt
+    runs = RunRepository(db)
+    run = runs.update(runs.open("eval-toy", "n", {}, 5).id, state=RunState.RUNNING)
+    with lock_held_elsewhere(db), pytest.raises(StoreError):
+        runs.update(run.id, state=RunState.PAUSED, error="the backend is down")
+    noted = runs.get(run.id)  # left running in the database, by a process that is still alive
+    assert noted.shown_state == RunState.INTERRUPTED and "stopped it: the backend is down" in noted.cause
+    assert [r.cause for r in runs.list()] == [noted.cause]
+    elsewhere = RunRepository(Database(db.path, local_dir=tmp_path / "another-host"))
+    assert elsewhere.get(run.id).shown_state == RunState.RUNNING  # the note stays on the host that wrote it
+
+    def held_by(pid: int) -> BatchRun:
+        with db.session() as session:
+            row = session.get(BatchRun, run.id)
+            row.pid = pid
+            session.add(row)
+        return runs.get(run.id)
+
+    assert held_by(os.getppid()).shown_state == RunState.RUNNING  # another process runs it now: not its note
+    assert held_by(os.getpid()).shown_state == RunState.INTERRUPTED
+    assert runs.update(run.id, state=RunState.RUNNING).cause is None  # a stored state voids the note
+    assert runs.get(run.id).shown_state == RunState.RUNNING
 
 
 async def test_the_runner_renews_the_heartbeat_while_a_slow_item_is_judged(db, monkeypatch):
