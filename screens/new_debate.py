@@ -17,6 +17,7 @@ from engines.debate.claims import Claim, bundled_claims, cmv_claims
 from engines.debate.levels import FULL_LEVEL, LEVELS, OpponentLevel, default_level, get_level
 from engines.errors import ArgtuiError
 from engines.inspire.score import inspire_scores_by_debate
+from engines.retrieval.stance import NoTopicError, claim_topic
 from engines.student.ratings import level_rating
 from screens.debate import DebateScreen
 from screens.debate_state import level_title, turns_text
@@ -25,6 +26,33 @@ from screens.modes import Mode
 from screens.services import backend_name, services
 from screens.widgets.coach import value_text
 from store.debates import Debate, DebateRepository
+
+
+def side_word(relation: str) -> str:
+    return "for" if relation == "supports" else "against"
+
+
+def stance_note(claim: str, side: str, level: OpponentLevel) -> Text:
+    """Which topic of the argument base the claim is on and the side each debater takes of it,
+    or that it is on none (which level 0, answering from the base alone, cannot debate)."""
+    matched = claim_topic(claim)
+    if matched is None:
+        if not level.needs_model:
+            return Text(f"{str(NoTopicError()).capitalize()}.", style="bold")
+        return Text("On no topic of the argument base: the bot uses the arguments nearest your messages, "
+                    "any topic, either side.", style="dim")
+    student = matched.student(side)
+    worded = "" if matched.agrees else ", worded the other way"
+    return Text.assemble(
+        "Topic ", (f"\u201c{matched.topic.text}\u201d", "bold"), f"{worded}: you argue {side_word(student.relation)} "
+        f"it, the bot {side_word(student.other.relation)} it ({matched.arguments(student.other)} arguments).",
+    )
+
+
+def claim_option(claim: Claim) -> Text:
+    """A claim of the list, with its source and, for a topic of the base, its arguments on each side."""
+    counts = f" · {claim.topic.supports} for · {claim.topic.attacks} against" if claim.topic else ""
+    return Text.assemble(claim.text, (f"  {claim.source}{counts}", "dim"))
 
 
 def past_debate(debate: Debate, turns: int, score: float | None) -> Text:
@@ -44,6 +72,7 @@ class NewDebateScreen(Screen):
         self.preset_claim = claim
         self.preset_side = side
         self.claims: list[Claim] = []
+        self.shown_claim = claim or ""  # the claim typed or highlighted last: the one the stance note is about
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -61,6 +90,7 @@ class NewDebateScreen(Screen):
                             f"{level.number} {level.name}", value=level.number == default, id=f"level-{level.number}"
                         )
                 yield Static(id="level-description")
+                yield Static(id="claim-stance")
                 yield OptionList(Option("loading claims…", disabled=True), id="claims")
                 yield Static(id="claim-source")
             with Vertical(id="past"):
@@ -99,9 +129,8 @@ class NewDebateScreen(Screen):
         self.claims = claims
         options = self.query_one("#claims", OptionList)
         options.clear_options()
-        options.add_options(
-            Option(Text.assemble(claim.text, (f"  {claim.source}", "dim")), id=str(i)) for i, claim in enumerate(claims)
-        )
+        options.add_options(Option(claim_option(claim), id=str(i)) for i, claim in enumerate(claims))
+        self._describe_stance()
 
     def _side(self) -> str:
         pressed = self.query_one("#side", RadioSet).pressed_button
@@ -118,6 +147,20 @@ class NewDebateScreen(Screen):
             (level_title(level, level_rating(services(self).db, level.number)), "bold"),
             (f": {level.description}.", "italic"),
         ))
+        self._describe_stance()
+
+    @on(RadioSet.Changed, "#side")
+    def _describe_stance(self) -> None:
+        """Once the topics are read (with the claims, off the event loop): the claim's topic and sides."""
+        shown = self.query_one("#claim-stance", Static)
+        shown.display = bool(self.claims and self.shown_claim.strip())
+        if shown.display:
+            shown.update(stance_note(self.shown_claim, self._side(), self._level()))
+
+    @on(Input.Changed, "#claim-input")
+    def claim_changed(self, event: Input.Changed) -> None:
+        self.shown_claim = event.value
+        self._describe_stance()
 
     def _start(self, claim: str) -> None:
         if not self.is_active:  # Enter again while the Debate screen takes over: one debate, not two
@@ -142,6 +185,8 @@ class NewDebateScreen(Screen):
         if self.claims and event.option.id is not None:
             claim = self.claims[int(event.option.id)]
             self.query_one("#claim-source", Static).update(Text(f"{claim.source}: {source_title(claim.source)}"))
+            self.shown_claim = claim.text
+            self._describe_stance()
 
     @on(OptionList.OptionSelected, "#claims")
     def claim_picked(self, event: OptionList.OptionSelected) -> None:

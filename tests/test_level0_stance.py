@@ -147,16 +147,17 @@ async def test_the_new_debate_dialog_offers_the_topics_with_the_side_each_debate
         assert "We should abolish zoos ibm · 198 for · 197 against" in shown
         assert "Should the Death Penalty Be Allowed? webis" in " ".join(shown)
         stance = screen.query_one("#claim-stance", Static)
+        assert not stance.display  # no claim yet
 
         screen.query_one("#level-0", RadioButton).value = True
         screen.query_one("#pro", RadioButton).value = True
         screen.query_one("#claim-input", Input).value = "Zoos should be kept"
         await pilot.pause()
-        assert plain(stance.render()) == ("On the base's topic We should abolish zoos, worded the other way: "
-                                          "you argue against it, the bot for it from its 198 arguments.")
+        assert plain(stance.render()) == ("Topic \u201cWe should abolish zoos\u201d, worded the other way: "
+                                          "you argue against it, the bot for it (198 arguments).")
         screen.query_one("#con", RadioButton).value = True
         await pilot.pause()
-        assert plain(stance.render()).endswith("you argue for it, the bot against it from its 197 arguments.")
+        assert plain(stance.render()).endswith("you argue for it, the bot against it (197 arguments).")
 
         screen.query_one("#claim-input", Input).value = "Homework should be kept"
         await pilot.pause()
@@ -164,10 +165,10 @@ async def test_the_new_debate_dialog_offers_the_topics_with_the_side_each_debate
                                           "topics or a level with a model.")
         screen.query_one("#level-2", RadioButton).value = True
         await pilot.pause()
-        assert plain(stance.render()).startswith("No topic of the argument base is on this claim")
+        assert plain(stance.render()).startswith("On no topic of the argument base")
 
         claims.focus()
         claims.highlighted = next(i for i, text in enumerate(shown) if text.startswith(ZOOS))
         await pilot.pause()
-        assert plain(stance.render()) == ("On the base's topic We should abolish zoos: you argue against it, "
-                                          "the bot for it from its 198 arguments.")
+        assert plain(stance.render()) == ("Topic \u201cWe should abolish zoos\u201d: you argue against it, "
+                                          "the bot for it (198 arguments).")
