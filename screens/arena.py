@@ -10,6 +10,9 @@ an item starts every column at once (each in its own worker); each card fills
 in with its label, distribution and time as its answer arrives. The reference
 (expert / gold) answer stays hidden until asked for. Every answer is stored as a
 judgment of its judge, keyed as an Arena item, so the Leaderboard counts it.
+
+A panel column (engines/judging/panel.py) asks nothing: once the judge columns it is made of
+have answered, it shows and stores their answers combined (majority label, mean probabilities).
 """
 
 from __future__ import annotations
@@ -32,10 +35,11 @@ from textual.worker import Worker, WorkerState
 
 from engines.errors import ArgtuiError
 from engines.judging.evaluate import judge_id
-from engines.judging.store import JudgmentStore, arena_key
 from engines.judging.options import TaskOptions
+from engines.judging.panel import combine
+from engines.judging.store import JudgmentStore, arena_key
 from engines.judging.task import ItemSide, Task, TaskItem, default_options, tasks
-from engines.judging.verdict import Verdict
+from engines.judging.verdict import PANEL, JudgeId, Verdict
 from engines.llm.types import Usage, UsageMeter
 from engines.timing import Stopwatch, timed
 from screens.demo_notice import DemoNotice
@@ -55,20 +59,26 @@ TITLE_MARGIN = 4  # a card's title sits between its corners (of its outer size) 
 TARGET_STYLE = "bold reverse"
 NOTICE_KEY = "F8"  # as on the Debate screen
 CLOCK_S = 1.0  # a judging card's clock and answer count advance at this pace
+PANEL_WAITS = "waiting for its judges' answers"
 
 
 @dataclass(frozen=True)
 class JudgeColumn:
     profile: str
     variant: str
+    members: tuple["JudgeColumn", ...] = ()  # a panel's judge columns (`panel_column`)
 
     def title(self, task: str) -> str:
-        """The whole name: the profile and the variant's plain name with its code."""
+        """The whole name: the profile and the variant's plain name with its code; a panel's, its members'."""
+        if self.members:
+            return f"Panel of {len(self.members)}: " + " + ".join(member.title(task) for member in self.members)
         return f"{self.profile} · {titled_variant(task, self.variant)}"
 
     def short_title(self, task: str, width: int) -> str:
         """The title of a card `width` wide: the variant's short form (what tells columns apart) and as
         much of the profile as fits; the profile left out when not even a few letters would."""
+        if self.members:
+            return f"Panel of {len(self.members)}"[:width]
         variant = variant_short(task, self.variant)
         room = width - len(variant) - len(TITLE_SEPARATOR)
         if len(self.profile) <= room:
@@ -76,6 +86,11 @@ class JudgeColumn:
         if room >= MIN_PROFILE_CHARS:
             return f"{variant}{TITLE_SEPARATOR}{self.profile[: room - 1]}…"
         return variant if len(variant) <= width else variant[: max(width - 1, 0)] + "…"
+
+
+def panel_column(members: Sequence[JudgeColumn]) -> JudgeColumn:
+    """The column of a panel of these judge columns."""
+    return JudgeColumn("", PANEL, tuple(members))
 
 
 def item_text(body: str, highlight: tuple[int, int] | None = None) -> Text:
@@ -125,6 +140,7 @@ class JudgeCard(Static):
         self.task_name = task.name
         self.labels = tuple(task.labels)
         self.answer: Verdict | None = None
+        self.judge: JudgeId | None = None  # who gave `answer`, once known (a panel of this card needs it)
         self.full_title = column.title(task.name)
         self.border_title = Text(self.full_title)  # profile names come from the config: never markup
         self.tooltip = Text(self.full_title)
@@ -141,7 +157,7 @@ class JudgeCard(Static):
 
     def show_state(self, message: str) -> None:
         self._stop_clock()
-        self.answer = None
+        self.answer, self.judge = None, None
         self.set_classes("")
         self.update(Text(message, style="italic dim"))
 
@@ -149,7 +165,7 @@ class JudgeCard(Static):
         """Judging from now on: a clock and the answers `meter` counts, ticking, so a judge that
         takes minutes is seen at work."""
         self._stop_clock()
-        self.answer = None
+        self.answer, self.judge = None, None
         self.set_classes("")
         self.meter, self.stopwatch = meter, Stopwatch()
         self.show_doing("judging")
@@ -188,13 +204,14 @@ class JudgeCard(Static):
 
     def show_error(self, message: str) -> None:
         self._stop_clock()
-        self.answer = None
+        self.answer, self.judge = None, None
         self.set_classes("-failed")
         self.update(Text(message, style="red"))
 
 
 class JudgePicker(ModalScreen[list[JudgeColumn] | None]):
-    """Pick the judge columns: every backend profile × every variant of the task."""
+    """Pick the judge columns: every backend profile × every variant of the task, and a panel of
+    the ones picked."""
 
     BINDINGS = [
         Binding("enter", "confirm", "Use these judges", priority=True),
@@ -212,12 +229,20 @@ class JudgePicker(ModalScreen[list[JudgeColumn] | None]):
             yield Static("Judges side by side: Space toggles, Enter confirms, Esc cancels.")
             yield SelectionList[int](
                 *((Text(column.title(self.task_name)), i, column in self.chosen)
-                  for i, column in enumerate(self.columns))
+                  for i, column in enumerate(self.columns)),
+                (Text("Panel of the judges ticked: their majority label, their mean probabilities"),
+                 len(self.columns), any(column.members for column in self.chosen)),
             )
 
     def action_confirm(self) -> None:
         picked = sorted(self.query_one(SelectionList).selected)
-        self.dismiss([self.columns[i] for i in picked])
+        columns = [self.columns[i] for i in picked if i < len(self.columns)]
+        if len(self.columns) in picked:
+            if len(columns) < 2:
+                self.notify("A panel needs two judges ticked.", severity="warning")
+                return
+            columns.append(panel_column(columns))
+        self.dismiss(columns)
 
     def action_cancel(self) -> None:
         self.dismiss(None)
@@ -315,7 +340,7 @@ class ArenaScreen(StepsBack):
                        id=f"filter-{name}", classes="filter", compact=True)
             )
         variants = task.variants()
-        kept = [column for column in columns or [] if column.variant in variants]
+        kept = [column for column in columns or [] if all(c.variant in variants for c in column.members or (column,))]
         self.columns = kept or [JudgeColumn(self._default_profile(), variants[0])]
         await self._build_cards()
         self.action_draw()
@@ -326,7 +351,7 @@ class ArenaScreen(StepsBack):
         await cards.mount_all(JudgeCard(column, self.arena_task) for column in self.columns or [])
         hint = "judging…" if self.auto_judge else "press j to judge"
         for card in cards.query(JudgeCard):
-            card.show_state(hint if self.item else "waiting for an item")
+            card.show_state(PANEL_WAITS if card.column.members else hint if self.item else "waiting for an item")
         if not self.columns:
             await cards.mount(Static("No judges: press c to choose some.", classes="empty"))
 
@@ -368,7 +393,7 @@ class ArenaScreen(StepsBack):
             answered = {}
             for card in self.query(JudgeCard):
                 if card.answer is not None:
-                    answered[card.column] = card.answer
+                    answered[card.column] = card.answer, card.judge
                 elif card.worker is not None:
                     card.worker.cancel()
             self.columns = columns
@@ -376,9 +401,12 @@ class ArenaScreen(StepsBack):
             cards = list(self.query(JudgeCard))
             for card in cards:
                 if card.column in answered:
-                    card.show_answer(answered[card.column])
+                    card.show_answer(answered[card.column][0])
+                    card.judge = answered[card.column][1]
             if self.auto_judge:
                 self._judge_cards([card for card in cards if card.answer is None])
+            if self.item is not None and self.arena_task is not None:
+                await self._answer_panels(self.arena_task, self.item)
 
         self.app.push_screen(JudgePicker(self._profiles(), self.arena_task, self.columns or []), use)
 
@@ -470,6 +498,9 @@ class ArenaScreen(StepsBack):
         if self.item is None or self.arena_task is None:
             return
         for card in cards:
+            if card.column.members:  # answers when its judges have (`_answer_panels`)
+                card.show_state(PANEL_WAITS)
+                continue
             meter = UsageMeter()
             card.show_judging(meter)
             card.worker = self.run_worker(
@@ -504,13 +535,38 @@ class ArenaScreen(StepsBack):
             return
         if item is self.item:
             card.show_answer(answer)
-        store = JudgmentStore(context.db, task.name)
-        entry = (replace(item, key=arena_key(item.key)), answer)
         try:
             judge = await judge_id(task, client, card.column.variant, options)
-            await asyncio.to_thread(store.save, judge, [entry])  # a write may wait for the database lock
-        except (ArgtuiError, StoreError) as exc:
+        except ArgtuiError as exc:
             self.notify(f"Answer of {card.full_title} not stored: {exc}", severity="error", markup=False)
+            return
+        if item is self.item:
+            card.judge = judge
+            await self._answer_panels(task, item)
+        await self._store(card.full_title, task, item, judge, answer)
+
+    async def _answer_panels(self, task: Task, item: TaskItem) -> None:
+        """Every panel card not yet answered whose judges all have: their answers combined, shown
+        and stored as the panel's. Checked and shown with no wait between, so two judges answering
+        at once combine the panel once."""
+        cards = list(self.query(JudgeCard))
+        for panel in (card for card in cards if card.column.members and card.answer is None):
+            members = [card for card in cards if card.column in panel.column.members]
+            if len(members) < len(panel.column.members) or any(card.judge is None for card in members):
+                continue
+            judged = [(card.judge, card.answer) for card in members]
+            answer = combine(task, judged)
+            panel.show_answer(answer)
+            panel.judge = JudgeId.of_panel([judge for judge, _ in judged])
+            await self._store(panel.full_title, task, item, panel.judge, answer)
+
+    async def _store(self, title: str, task: Task, item: TaskItem, judge: JudgeId, answer: Verdict) -> None:
+        store = JudgmentStore(services(self).db, task.name)
+        try:
+            # A write may wait for the database lock.
+            await asyncio.to_thread(store.save, judge, [(replace(item, key=arena_key(item.key)), answer)])
+        except (ArgtuiError, StoreError) as exc:
+            self.notify(f"Answer of {title} not stored: {exc}", severity="error", markup=False)
 
 
 MODE = Mode(

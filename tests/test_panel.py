@@ -19,7 +19,7 @@ from engines.judging.evaluate import TaskRun
 from engines.judging.panel import NO_VALID_MEMBER, combine, run_panel
 from engines.judging.runner import RunSpec, run_tracked
 from engines.judging.store import JudgmentStore
-from engines.judging.task import TaskReport, default_options
+from engines.judging.task import TaskItem, TaskReport, default_options
 from engines.judging.verdict import JudgeId, Verdict
 from engines.llm.types import Usage
 from store.db import Database
@@ -169,3 +169,57 @@ def test_argtui_audit_lists_the_panel_beside_its_members(argtui_home, capsys):
     assert main(["audit", "--task", "pairwise", "--judge", "panel("]) == 0
     shown = capsys.readouterr().out
     assert panel.judge.name in shown and "position consistency" in shown
+
+
+class VoteTask:
+    """A task that exists only in this test: each variant answers its own label, without a model."""
+
+    name, title, labels, options, variant_flag = "vote", "Vote: yes or no", ("yes", "no"), (), "rule"
+
+    def variants(self):
+        return ("yes", "also-yes", "no")
+
+    def filters(self, ctx):
+        return {}
+
+    def judge_variant(self, variant, options):
+        return variant
+
+    def draw(self, ctx, rng):
+        return TaskItem("vote/1", "vote item", "Yes or no?", reference="yes")
+
+    async def judge(self, ctx, item, variant, client, options):
+        label = "no" if variant == "no" else "yes"
+        return Verdict(label=label, distribution={label: 0.9, "yes" if label == "no" else "no": 0.1},
+                       usage=Usage(calls=1, prompt_tokens=10))
+
+
+@pytest.fixture
+def vote_task():
+    task = registry.register(VoteTask())
+    yield task
+    registry.unregister(task.name)
+
+
+async def test_a_panel_column_in_the_arena_answers_with_its_judges_and_is_stored_as_the_panel(
+    vote_task, offline_backend, until,
+):
+    from argtui.app import ArgtuiApp
+    from screens.arena import ArenaScreen, JudgeCard, JudgeColumn, panel_column
+
+    members = [JudgeColumn(offline_backend, variant) for variant in vote_task.variants()]
+    app = ArgtuiApp()
+    async with app.run_test(size=(120, 30)) as pilot:
+        screen = ArenaScreen(task="vote", seed=1, judges=[*members, panel_column(members)])
+        await app.push_screen(screen)
+        *judges, panel = screen.query(JudgeCard)
+        await until(pilot, lambda: panel.answer is not None)
+        assert panel.answer.label == "yes" and panel.answer.data["votes"] == ["yes", "yes", "no"]
+        assert panel.answer.distribution == pytest.approx({"yes": 1.9 / 3, "no": 1.1 / 3})
+        assert panel.answer.usage.calls == 3
+        assert panel.full_title.startswith("Panel of 3: ")
+        expected = JudgeId.of_panel([card.judge for card in judges])
+        store = JudgmentStore(app.services.db, "vote")
+        await until(pilot, lambda: len(store.judges()) == 4)
+        assert {stored.name for stored in store.judges()} == {expected.name, *(card.judge.name for card in judges)}
+        assert store.arena_items(expected) == 1
