@@ -9,6 +9,9 @@ task of the registry with its stored judges against the stored references
 (a new task appears there with no edit to this screen), and the audit of every
 stored judge (engines/judging/audit.py).
 
+A panel of judges (`argtui eval --panel`, or a panel column in the Arena) is a stored
+judge like any other, in every tab and the judge selector: "panel(few+zero)/swap@t0".
+
 A number resting on fewer items than it needs is "–"; the line under a table
 names the highlighted row's judge in full and says why any of its numbers is "–".
 """
@@ -67,7 +70,7 @@ HOW_TO_JUDGE = "run `argtui eval pairwise`, or judge pairs in the Arena"
 EMPTY_HINTS = {  # what each tab needs, shown instead of an empty table or plot
     "agreement": f"Only the experts' own fit: no stored pairwise judge in this scope; {HOW_TO_JUDGE}.",
     "judges": "Judge vs judge compares two stored pairwise judges in this scope: run `argtui eval pairwise` "
-    "with another --judge or --prompt, or pick two judges in the Arena (c).",
+    "with another --judge or --prompt, or a --panel of two, or pick two judges in the Arena (c).",
     "rankings": f"The judge column fills in once a pairwise judge is stored: {HOW_TO_JUDGE}.",
     "distributions": f"The experts' scores alone: {HOW_TO_JUDGE} to compare a judge's.",
     "scatter": f"No stored judge for this dimension and scope: {HOW_TO_JUDGE}.",
