@@ -37,13 +37,21 @@ def defused(text: str, tags: tuple[str, ...] = (), labels: tuple[str, ...] = ())
     return _defused(without_format_characters(text), tags, labels)
 
 
+# Invisible as well, though not of category Cf: Unicode's other default-ignorable code points (the
+# combining grapheme joiner, Hangul fillers, Khmer inherent vowels, Mongolian and other variation
+# selectors, the tag block's unassigned rest).
+_OTHER_IGNORABLE = re.compile("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\ufe00-\ufe0f\uffa0"
+                              "\ufff0-\ufff8\U000e0000-\U000e0fff]")
+
+
 def without_format_characters(text: str) -> str:
     """The text without its Unicode format characters (category Cf: zero-width spaces and joiners,
-    the word joiner, soft hyphens, direction marks): invisible, they would split a label or a tag
-    for the checks here ("Argument\u200b B:", "<\u200b/TARGET>") but not for a model reading it."""
-    if text.isascii():  # no format character is ASCII
+    the word joiner, soft hyphens, direction marks) and the other invisible (default-ignorable)
+    code points: they would split a label or a tag for the checks here ("Argument\u200b B:",
+    "<\u034f/TARGET>") but not for a model reading it."""
+    if text.isascii():  # no such character is ASCII
         return text
-    return "".join(character for character in text if unicodedata.category(character) != "Cf")
+    return _OTHER_IGNORABLE.sub("", "".join(character for character in text if unicodedata.category(character) != "Cf"))
 
 
 def _defused(text: str, tags: tuple[str, ...], labels: tuple[str, ...]) -> str:
