@@ -223,3 +223,57 @@ async def test_a_panel_column_in_the_arena_answers_with_its_judges_and_is_stored
         await until(pilot, lambda: len(store.judges()) == 4)
         assert {stored.name for stored in store.judges()} == {expected.name, *(card.judge.name for card in judges)}
         assert store.arena_items(expected) == 1
+
+
+def test_eval_refuses_a_panel_naming_one_judge_twice_before_anything_runs(offline_backend, capsys):
+    assert main(["eval", "pairwise", "--panel", f"zero,{offline_backend}:ZERO", "--limit", "1"]) == 1
+    assert "--panel names a judge twice" in capsys.readouterr().err
+
+
+@pytest.mark.llm
+def test_eval_runs_the_members_then_the_panel_and_a_rerun_asks_nothing(llama_profile, capsys):
+    from argtui.config import load_config
+
+    load_config().add_backend(llama_profile.model_copy(update={"timeout_s": 300}), make_default=True)
+    command = ["eval", "pairwise", "--dimension", "logical", "--topics", "20", "--limit", "1", "--mode", "logprob",
+               "--bootstrap", "0", "--panel", "zero,few", "--json"]
+    assert main(command) == 0
+    zero, few, panel = json.loads(capsys.readouterr().out)["results"]
+    assert " zero/logprob@t0 #" in zero["judge"] and " few/logprob@t0 #" in few["judge"]
+    assert panel["judge"].startswith(f"SmolLM2-135M-Instruct@{llama_profile.name} panel(few+zero)/logprob@t0 #")
+    assert panel["usage"]["calls"] == zero["usage"]["calls"] + few["usage"]["calls"] == 2
+    assert main(command) == 0
+    again = json.loads(capsys.readouterr().out)["results"]
+    assert [result["judged_now"] for result in again] == [0, 0, 0]
+    assert [result["judge"] for result in again] == [zero["judge"], few["judge"], panel["judge"]]
+
+
+async def test_the_judge_picker_adds_a_panel_of_the_judges_ticked_and_refuses_one_of_one(
+    vote_task, offline_backend, until,
+):
+    from textual.widgets import SelectionList
+
+    from argtui.app import ArgtuiApp
+    from screens.arena import ArenaScreen, JudgeCard, JudgeColumn, JudgePicker
+
+    app = ArgtuiApp()
+    async with app.run_test(size=(120, 30)) as pilot:
+        screen = ArenaScreen(task="vote", seed=1, judges=[JudgeColumn(offline_backend, "yes")])
+        await app.push_screen(screen)
+        await pilot.press("c")
+        await until(pilot, lambda: isinstance(app.screen, JudgePicker))
+        picker = app.screen
+        choices = picker.query_one(SelectionList)
+        panel_entry = len(picker.columns)
+        choices.select(panel_entry)
+        picker.action_confirm()  # one judge ticked: no panel of one
+        await pilot.pause()
+        assert app.screen is picker
+        choices.select(picker.columns.index(JudgeColumn(offline_backend, "no")))
+        picker.action_confirm()
+        await until(pilot, lambda: app.screen is screen and len(screen.query(JudgeCard)) == 3)
+        *_, panel = screen.query(JudgeCard)
+        assert panel.column.members == (JudgeColumn(offline_backend, "yes"), JudgeColumn(offline_backend, "no"))
+        await until(pilot, lambda: panel.answer is not None)
+        # One yes, one no at 0.9 each: the tie goes to the first label of the task's order.
+        assert panel.answer.label == "yes" and panel.answer.detail.endswith("tie broken by label order")
