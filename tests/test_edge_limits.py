@@ -30,6 +30,8 @@ REFUSED_NAMES = {
     "Ann\nBea": "a line break (U+000A)",
     "\u200b": "an invisible or control character (U+200B)",
     "Ann\u202eaeB": "an invisible or control character (U+202E)",  # shown reversed
+    "\u3164": "an invisible or control character (U+3164)",  # a Hangul filler: a letter that shows nothing
+    "Ann\u034fBea": "an invisible or control character (U+034F)",  # a combining grapheme joiner
     "   ": "needs a name",
     "!!": "at least one letter or digit",
 }
@@ -49,6 +51,7 @@ def test_a_student_name_is_one_line_of_visible_characters():
     assert STUDENT_NAME_MAX_CHARS == 60
     assert student_name("  Zoë ") == "Zoë"
     assert student_name("می\u200cخواهم") == "می\u200cخواهم"  # a zero-width non-joiner spells some names
+    assert student_name("Zoë \u2764\ufe0f") == "Zoë \u2764\ufe0f"  # an emoji's presentation selector
     for name, why in REFUSED_NAMES.items():
         with pytest.raises(StudentNameError, match=re.escape(why)):
             student_name(name)

@@ -40,7 +40,7 @@ def defused(text: str, tags: tuple[str, ...] = (), labels: tuple[str, ...] = ())
 # Invisible as well, though not of category Cf: Unicode's other default-ignorable code points (the
 # combining grapheme joiner, Hangul fillers, Khmer inherent vowels, Mongolian and other variation
 # selectors, the tag block's unassigned rest).
-_OTHER_IGNORABLE = re.compile("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\ufe00-\ufe0f\uffa0"
+OTHER_IGNORABLE = re.compile("[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\ufe00-\ufe0f\uffa0"
                               "\ufff0-\ufff8\U000e0000-\U000e0fff]")
 
 
@@ -51,7 +51,7 @@ def without_format_characters(text: str) -> str:
     "<\u034f/TARGET>") but not for a model reading it."""
     if text.isascii():  # no such character is ASCII
         return text
-    return _OTHER_IGNORABLE.sub("", "".join(character for character in text if unicodedata.category(character) != "Cf"))
+    return OTHER_IGNORABLE.sub("", "".join(character for character in text if unicodedata.category(character) != "Cf"))
 
 
 def _defused(text: str, tags: tuple[str, ...], labels: tuple[str, ...]) -> str:

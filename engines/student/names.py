@@ -4,8 +4,9 @@ A name is shown on one line in tables, ballots and the picker, and is how a stud
 again, so it is refused when it could not be: blank, longer than `STUDENT_NAME_MAX_CHARS`,
 holding a line break or another control character, a format character that changes how text
 around it shows (a direction override) or is invisible, or no letter or digit at all (a name of
-only a zero-width space looks blank). The joiners some scripts write names with (U+200C, U+200D)
-are kept.
+only a zero-width space looks blank, and so does one of only a Hangul filler, invisible though a
+letter). The joiners some scripts write names with (U+200C, U+200D) are kept, and so are the
+variation selectors that make a symbol an emoji (U+FE0E, U+FE0F: "❤️").
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ from __future__ import annotations
 import unicodedata
 
 from engines.errors import ArgtuiError
+from engines.judging.quoting import OTHER_IGNORABLE
 
 STUDENT_NAME_MAX_CHARS = 60
-_JOINERS = frozenset("\u200c\u200d")  # zero-width (non-)joiner: part of how some names are spelled
+# Zero-width (non-)joiners: part of how some names are spelled; text and emoji presentation selectors.
+_KEPT = frozenset("\u200c\u200d\ufe0e\ufe0f")
 _REFUSED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 
 
@@ -34,7 +37,8 @@ def student_name(text: str) -> str:
             f"a student's name may have at most {STUDENT_NAME_MAX_CHARS} characters, not {len(name):,}"
         )
     refused = next(
-        (char for char in name if char not in _JOINERS and unicodedata.category(char) in _REFUSED_CATEGORIES), None
+        (char for char in name if char not in _KEPT
+         and (unicodedata.category(char) in _REFUSED_CATEGORIES or OTHER_IGNORABLE.match(char))), None
     )
     if refused is not None:
         what = "a line break" if refused in "\n\r\u2028\u2029\x85" else "an invisible or control character"
