@@ -103,6 +103,16 @@ class NewJudgment:
     content: str = ""  # the digest of what was judged
 
 
+@dataclass(frozen=True)
+class StoredJudgment:
+    """Where a stored verdict belongs: its run (None: judged outside a run), task, judge and item."""
+
+    run_id: int | None
+    task: str
+    judge: str
+    item: str
+
+
 # The verdict as its JSON text: decoded by `store.texts.decoded`, which puts long texts back.
 _VERDICT_JSON = cast(Judgment.verdict, Text)
 
@@ -191,6 +201,16 @@ class JudgmentRepository:
             rows = list({item: (item, reference, verdict) for item, reference, verdict in rows}.values())
             verdicts = decoded(session.connection(), [verdict for _, _, verdict in rows])
         return [(item, reference, verdict) for (item, reference, _), verdict in zip(rows, verdicts)]
+
+    def every(self) -> list[tuple[StoredJudgment, dict[str, Any]]]:
+        """Every stored judgment with its verdict JSON, by run, task, judge and item."""
+        with self._db.read() as session:
+            rows = session.exec(
+                select(Judgment.run_id, Judgment.task, Judgment.judge, Judgment.item, _VERDICT_JSON)
+                .order_by(Judgment.run_id, Judgment.task, Judgment.judge, Judgment.item, Judgment.id)
+            ).all()
+            verdicts = decoded(session.connection(), [row[-1] for row in rows])
+        return [(StoredJudgment(*row[:-1]), verdict) for row, verdict in zip(rows, verdicts)]
 
     def tasks(self) -> list[str]:
         with self._db.read() as session:

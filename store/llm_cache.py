@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, func, select
 from sqlmodel import Field, SQLModel
 
 from store.db import Database, upsert_rows
@@ -68,6 +68,18 @@ class ResponseCache:
         with self._db.connection() as conn:
             store_texts(conn, texts)
             upsert_rows(conn, self._table, stored, ("key",), ("model", "response_json", "created_at"))
+
+    def answers_spelling(self, text: str) -> list[dict]:
+        """Every stored answer whose text is `text` (written before it, as `_write` encodes an answer:
+        its text first); a text long enough to be kept in `stored_text` is not looked for."""
+        self.flush()
+        if len(text) >= LONG_TEXT_CHARS:
+            return []
+        start = json.dumps({"text": text}, separators=(",", ":"))[:-1] + ","
+        column = self._table.c.response_json
+        with self._engine.connect() as conn:
+            rows = conn.execute(select(column).where(func.substr(column, 1, len(start)) == start)).scalars().all()
+        return [json.loads(row) for row in rows]
 
     @property
     def unflushed(self) -> int:

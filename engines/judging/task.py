@@ -27,6 +27,7 @@ from engines.errors import ArgtuiError
 from engines.judging.digest import content_digest
 from engines.judging.options import Option, TaskOptions
 from engines.judging.verdict import JudgeId, Verdict
+from engines.judging.verify import StoredAnswers, Verification
 from engines.llm.client import LLMClient
 from engines.llm.profile import BackendProfile
 from engines.retrieval.types import FactSource, ProgressCallback, Retriever
@@ -237,6 +238,11 @@ class TaskBase:
 
     def concurrency(self, variant: str, client: LLMClient, options: Any) -> int:
         return client.profile.max_concurrency
+
+    def verify(self, ctx: TaskContext, verdict: Verdict, answers: StoredAnswers) -> Verification:
+        """This task's checks of a stored verdict (`argtui runs verify`) beyond those every verdict
+        keeps: its answers read again with today's readers, its invariants."""
+        return Verification(not_recomputable=f"the {self.name} task does not say how its verdicts are recomputed")
 
 
 class UnknownTask(ArgtuiError):

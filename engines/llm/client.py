@@ -249,24 +249,15 @@ class LLMClient:
         completions = await self._complete(
             messages, votes, merged, MAX_TOP_LOGPROBS if votes == 1 else 0, constraint
         )
+        if votes == 1:
+            return read_choice(completions[0], labels, greedy=merged.temperature == 0)
         usage = Usage.total(c.usage for c in completions)
-        picked = [parse_label(c.text, labels) for c in completions]
         raw = "\n".join(c.text for c in completions)
-        if votes > 1:
-            counts = Counter(label for label in picked if label is not None)
-            if not counts:
-                return LabelChoice(None, {}, "votes", raw, usage)
-            distribution = {label: counts.get(label, 0) / votes for label in labels}
-            return LabelChoice(counts.most_common(1)[0][0], distribution, "votes", raw, usage)
-        label, completion = picked[0], completions[0]
-        if label is None:
-            return LabelChoice(None, {}, "text", raw, usage)
-        reading = label_distribution(
-            labels, completion, label, completion.text.find(label), greedy=merged.temperature == 0
-        )
-        if reading.distribution:
-            return LabelChoice(label, reading.distribution, "logprobs", raw, usage)
-        return LabelChoice(label, {x: float(x == label) for x in labels}, "text", raw, usage, reading.unread)
+        counts = Counter(label for c in completions if (label := parse_label(c.text, labels)) is not None)
+        if not counts:
+            return LabelChoice(None, {}, "votes", raw, usage)
+        distribution = {label: counts.get(label, 0) / votes for label in labels}
+        return LabelChoice(counts.most_common(1)[0][0], distribution, "votes", raw, usage)
 
     async def structured(
         self,
@@ -463,6 +454,19 @@ class LLMClient:
     def _error(self, url: str, message: str, status: int | None = None) -> BackendError:
         """A BackendError of this profile, its secrets redacted."""
         return BackendError(self.profile.name, url, message, status, secrets=self._secrets)
+
+
+def read_choice(completion: Completion, labels: Sequence[str], *, greedy: bool) -> LabelChoice:
+    """One answer's label and P(label) from its logprobs (`label_distribution`), or the emitted label
+    alone as a point mass where none could be read: `choose`'s reading, and `argtui runs verify`'s."""
+    label = parse_label(completion.text, labels)
+    if label is None:
+        return LabelChoice(None, {}, "text", completion.text, completion.usage)
+    reading = label_distribution(labels, completion, label, completion.text.find(label), greedy=greedy)
+    if reading.distribution:
+        return LabelChoice(label, reading.distribution, "logprobs", completion.text, completion.usage)
+    return LabelChoice(label, {x: float(x == label) for x in labels}, "text", completion.text, completion.usage,
+                       reading.unread)
 
 
 def _chunk_request(body: dict, sample_indices: list[int]) -> dict:

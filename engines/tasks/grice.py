@@ -45,7 +45,9 @@ from engines.grice import (
     pool_from_rad,
     prompt_pool,
 )
+from engines.grice.judge import CHOICE_LABELS, YES_FORMS
 from engines.grice.prompts import DEFAULT_LAYOUT, LAYOUTS
+from engines.grice.types import YES_THRESHOLD
 from engines.grice.evaluation import (
     GriceReport,
     always_yes_scores,
@@ -66,7 +68,8 @@ from engines.judging.task import (
     canonical_variant,
 )
 from engines.judging.verdict import JudgeId, Verdict
-from engines.llm.client import LLMClient
+from engines.judging.verify import StoredAnswers, Verification, close, compared, in_range
+from engines.llm.client import LLMClient, read_choice
 from engines.llm.types import Usage
 from store.db import Database
 from store.grice import GriceRepository, grice_variant
@@ -370,6 +373,30 @@ class GriceTask(TaskBase):
             metrics=grice.metrics, layout=options.layout,
         )
         return turn_verdict(judgment)
+
+    def verify(self, ctx: TaskContext, verdict: Verdict, answers: StoredAnswers) -> Verification:
+        """Each metric's P(yes) in [0, 1], its answer the one at the official threshold, and P(yes)
+        read again from the kept answer (of a greedy call: a share of votes keeps no answer apart)."""
+        found = Verification()
+        for name, metric in metric_judgments(verdict).items():
+            if metric.p_yes is None:
+                continue
+            found = found + Verification((
+                *in_range(f"{name}: P(yes)", metric.p_yes),
+                *compared(f"{name}: the answer at P(yes) ≥ {YES_THRESHOLD:g}", metric.answer,
+                          "yes" if metric.p_yes >= YES_THRESHOLD else "no"),
+            ))
+            if metric.source == "votes":
+                found = found + Verification(not_recomputable="P(yes) is a share of sampled votes, "
+                                                              "whose answers the verdict does not keep apart")
+                continue
+            found = found + answers.reread(
+                f"{name}: P(yes) read again from its answer", metric.raw, metric.p_yes,
+                lambda completion: sum(read_choice(completion, CHOICE_LABELS, greedy=True).distribution.get(form, 0.0)
+                                       for form in YES_FORMS),
+                close,
+            )
+        return found
 
     def report(
         self, ctx: TaskContext, judge: JudgeId, items: Sequence[TaskItem], verdicts: dict[str, Verdict],

@@ -32,14 +32,27 @@ from engines.inspire.score import (
     DIMENSION_TITLES,
     DIMENSIONS,
     TASK_NAME,
+    InspireScore,
     debate_score,
     score_text,
     stored_turn_key,
 )
+from engines.inspire.subjective import TEMPERATURE, DimensionScore, expected_score, level_score, read_answer
 from engines.judging.evaluate import TaskRun, judge_id
 from engines.judging.store import JudgmentStore
 from engines.judging.task import ReportTable, TaskBase, TaskContext, TaskItem, TaskReport, VariantName
 from engines.judging.verdict import JudgeId, Verdict
+from engines.judging.verify import (
+    Mismatch,
+    StoredAnswers,
+    Verification,
+    argmax_holds,
+    close,
+    compared,
+    distribution_holds,
+    in_range,
+    same_distribution,
+)
 from engines.llm.client import LLMClient
 from engines.llm.types import Usage
 from engines.metrics.bootstrap import bootstrap_ci
@@ -57,6 +70,45 @@ from engines.tasks.inspire_turns import (
 from store.debates import DebateRepository
 
 VARIANT = "inspire"
+
+
+def verify_score(where: str, score: InspireScore, answers: StoredAnswers) -> Verification:
+    """One text's scores: each subjective dimension's level, distribution and score as today's reader
+    reads them from the kept answer, and in range; logic and facts in range."""
+    problems = [*in_range(f"{where}logical validity", score.logic.score),
+                *in_range(f"{where}supported", score.facts.score)]
+    for name, dimension in score.subjective.dimensions.items():
+        problems += level_holds(f"{where}{name}", dimension)
+    found = Verification(tuple(problems))
+    if not score.subjective.valid:
+        return found + Verification(not_recomputable="its subjective answer could not be read when judged")
+    return found + answers.reread(
+        f"{where}the subjective dimensions read again from their answer", score.subjective.raw,
+        _levels(score.subjective.dimensions), lambda completion: _levels(read_answer(completion).dimensions),
+        lambda stored, read: stored.keys() == read.keys() and all(
+            stored[name][0] == read[name][0] and close(stored[name][1], read[name][1])
+            and same_distribution(stored[name][2], read[name][2]) for name in stored),
+    )
+
+
+def _levels(dimensions: dict[str, DimensionScore]) -> dict[str, tuple[int, float, dict[str, float]]]:
+    return {name: (d.level, d.score, d.distribution) for name, d in dimensions.items()}
+
+
+def level_holds(where: str, dimension: DimensionScore) -> list[Mismatch]:
+    """A level of a greedy answer is the most probable of its distribution, its score the
+    probability-weighted level (or the level's own where no distribution was read), in [0, 1]."""
+    distribution = dimension.distribution
+    if not distribution:
+        return in_range(where, dimension.score) + compared(f"{where}: the emitted level's score", dimension.score,
+                                                           level_score(dimension.level))
+    return [
+        *distribution_holds(where, distribution),
+        *(argmax_holds(where, distribution, str(dimension.level)) if TEMPERATURE == 0 else []),
+        *compared(f"{where}: the probability-weighted level", dimension.score, expected_score(distribution)),
+        *compared(f"{where}: P(the emitted level)", dimension.probability, distribution.get(str(dimension.level))),
+        *in_range(where, dimension.score),
+    ]
 DEMO_TURNS = (
     ("School uniforms should be mandatory",
      "Uniforms cost families money every year, and studies found no drop in bullying where schools adopted them."),
@@ -339,6 +391,20 @@ class InspireTask(TaskBase):
             for reply in replies
         ]
 
+    def verify(self, ctx: TaskContext, verdict: Verdict, answers: StoredAnswers) -> Verification:
+        """Every scored text of the turn (the reply and its candidates) read again from its subjective
+        answer, its levels' invariants, and the overall score the mean of the dimensions that have one."""
+        if verdict.data is None:
+            return Verification(not_recomputable="an invalid verdict keeps no scores")
+        judgment = turn_judgment(verdict)
+        found = Verification(tuple(compared("overall: the mean of the dimensions that have a score",
+                                            verdict.value, judgment.score.overall)))
+        texts = [("", judgment.score)] + [(f"candidate {n}: ", c.score) for n, c in enumerate(judgment.candidates, 1)
+                                          if c.score is not None]
+        for where, score in texts:
+            found = found + verify_score(where, score, answers)
+        return found
+
     def report(
         self, ctx: TaskContext, judge: JudgeId, items: Sequence[TaskItem], verdicts: dict[str, Verdict],
         options: InspireOptions, run_id: int,
@@ -410,8 +476,21 @@ def inspire_report(judgments: Sequence[TurnJudgment], seed: int, title: str) -> 
             "dimensions": [dict(zip(("dimension", "mean", "low", "high", "turns"), row)) for row in rows],
             "problems": problems, "per_turn": cost,
             "translations_parsed_share": parsed / problems["translations"] if problems["translations"] else None,
+            "levels": [turn_levels(j) for j in judgments],
         },
     )
+
+
+def turn_levels(judgment: TurnJudgment) -> dict[str, Any]:
+    """A turn's subjective dimensions as scored: the emitted level, the distribution it was scored
+    from (empty, with why, where none was read), the rule and the score."""
+    return {
+        "debate": judgment.debate, "position": judgment.position, "role": judgment.role,
+        "dimensions": {
+            name: {"level": d.level, "distribution": d.distribution, "unread": d.unread, "rule": d.rule, "score": d.score}
+            for name, d in judgment.score.subjective.dimensions.items()
+        },
+    }
 
 
 TASK = InspireTask()
