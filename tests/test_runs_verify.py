@@ -3,6 +3,7 @@ cached answers with no mismatch, and a verdict whose stored numbers were edited 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 
@@ -10,8 +11,13 @@ import pytest
 
 from argtui.cli import main
 from argtui.config import load_config
+from argtui.runtime import Runtime
 from conftest import write_rad_debates
 from engines.inspire.subjective import LEVELS
+from engines.llm.client import LLMClient
+from engines.student.ballots import end_debate
+from fakes import FakeServer, chat_reply
+from test_ballot import answer, stored_debate
 
 
 @pytest.fixture
@@ -107,3 +113,30 @@ def test_a_real_inspire_run_shows_and_verifies_its_levels_and_an_edited_distribu
     assert "clarity: the emitted label of a greedy answer is the most probable" in checks
     assert "clarity: the probability-weighted level" in checks
     assert all((m["run"], m["judge"], m["item"]) == (run_id, judge, item) for m in found["mismatches"])
+
+
+def test_a_ballot_naming_a_turn_its_debate_lacks_is_found(capsys):
+    """A ballot answer stored as the server gave it verifies; edited to rewrite a turn the debate does not
+    have (or to another winner than its answer's), it is a mismatch."""
+    with FakeServer([chat_reply(answer())]) as fake:
+        profile = fake.profile(name="fake", kind="llamacpp")
+        load_config().add_backend(profile, make_default=True)
+
+        async def end_one() -> None:
+            runtime = Runtime()
+            try:
+                async with LLMClient(profile) as client:
+                    await end_debate(runtime, client, stored_debate(runtime.db))
+            finally:
+                await runtime.aclose()
+
+        asyncio.run(end_one())
+    code, found = _verify(capsys)
+    assert (code, found["verdicts"], found["recomputed"], found["mismatches"]) == (0, 1, 1, [])
+
+    _tamper("ballot", "$.data.rewrite_turn", 7)
+    _tamper("ballot", "$.data.winner", "student")
+    code, found = _verify(capsys)
+    assert code == 1
+    assert {(m["check"], m["stored"]) for m in found["mismatches"]} >= {("the rewrite is a turn of the debate", "7")}
+    assert any(m["check"] == "the ballot as its answer says" and "'student'" in m["stored"] for m in found["mismatches"])

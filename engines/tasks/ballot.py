@@ -37,6 +37,7 @@ from engines.judging.runner import RunProgress
 from engines.judging.shown_text import NO_USABLE_ANSWER, unmeant
 from engines.judging.task import ReportTable, TaskBase, TaskContext, TaskItem, TaskReport, VariantName
 from engines.judging.verdict import JudgeId, Verdict
+from engines.judging.verify import Mismatch, StoredAnswers, Verification, compared
 from engines.llm.budget import max_tokens_for
 from engines.llm.client import LLMClient
 from engines.llm.embedded import EMBEDDED_MODEL_NAME
@@ -469,6 +470,32 @@ class BallotTask(TaskBase):
             detail=f"{ballot.winner} wins, {ballot.student_points:g} to {ballot.bot_points:g}: {ballot.reason}",
             raw=asked.result.raw, usage=asked.usage,
         )
+
+    def verify(self, ctx: TaskContext, verdict: Verdict, answers: StoredAnswers) -> Verification:
+        """The stored answer passes today's checks for its debate and says what the ballot shows;
+        every turn the ballot names is one of the debate's."""
+        if not verdict.valid:
+            return Verification(not_recomputable="an invalid ballot shows no answer")
+        ballot = ballot_of(verdict)
+        try:
+            transcript = debate_transcript(ctx.db, ballot.debate)
+        except ArgtuiError as error:
+            return Verification(not_recomputable=str(error))
+        numbers = {turn.number for turn in transcript.turns}
+        named = [("rewrite", ballot.rewrite_turn), *((f"{mark} turn", getattr(ballot, mark).turn)
+                                                      for mark in ("strongest", "weakest") if getattr(ballot, mark))]
+        cited = tuple(Mismatch(f"the {what} is a turn of the debate", str(turn), f"one of 1 to {max(numbers)}")
+                      for what, turn in named if turn not in numbers)
+        try:
+            answer = answer_model(transcript).model_validate_json(verdict.raw)
+        except ValueError as error:
+            first = str(error).splitlines()[1:2] or [str(error)]
+            return Verification(cited + (Mismatch("today's checks of the answer", first[0].strip(), "passed"),),
+                                recomputed=True)
+        shown_values = (ballot.winner, ballot.reason, ballot.fix, ballot.rewrite_from, ballot.rewrite_to,
+                        (ballot.student_points, ballot.bot_points))
+        read = (answer.winner, answer.reason, answer.fix, answer.rewrite_from, answer.rewrite_to, answer.side_points())
+        return Verification(cited + tuple(compared("the ballot as its answer says", shown_values, read)), recomputed=True)
 
     def report(
         self, ctx: TaskContext, judge: JudgeId, items: Sequence[TaskItem], verdicts: dict[str, Verdict],
