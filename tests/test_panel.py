@@ -126,6 +126,7 @@ def test_a_panel_is_another_judge_when_any_member_changes_and_the_same_in_any_or
     assert panel.variant == "panel(gpu:few+gpu:zero+cpu:zero)/swap@t0"
     assert panel.profile == "gpu+cpu" and panel.model == "m1+m2"
     assert JudgeId.of_panel([ONE, TWO]).variant == "panel(few+zero)/swap@t0"
+    assert panel.is_panel and not ONE.is_panel
     with pytest.raises(ValueError, match="two or more different judges"):
         JudgeId.of_panel([ONE, ONE])
 

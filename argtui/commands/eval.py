@@ -344,11 +344,14 @@ def print_run(console: Console, run: TaskRun) -> None:
     outcome, usage = run.outcome, run.outcome.progress.usage
     console.print(Text.assemble((run.report.title, "bold")))
     print_report(console, run.report)
+    answers = (f"{usage.calls} LLM answers ({usage.cached_calls} from the cache), "
+               f"{usage.prompt_tokens} prompt + {usage.completion_tokens} completion tokens")
+    if run.judge.is_panel:  # its verdicts carry their members' usage: what the panel's answers cost
+        answers = f"no LLM asked: its verdicts combine its members' {answers}"
     console.print(Text(
         f"run {outcome.run.id}, judge {run.judge.name}: {outcome.judged_now} judged now, "
         f"{outcome.resumed} resumed, {outcome.progress.invalid} invalid of {outcome.progress.total}; "
-        f"{usage.calls} LLM answers ({usage.cached_calls} from the cache), "
-        f"{usage.prompt_tokens} prompt + {usage.completion_tokens} completion tokens, {outcome.wall_s:.1f} s"
+        f"{answers}, {outcome.wall_s:.1f} s"
     ))
     if outcome.kept_invalid:
         kept = outcome.kept_invalid

@@ -96,6 +96,11 @@ class JudgeId(BaseModel):
         return cls(profile=profile, model=model, variant=variant, options=options_digest(options or {}),
                    prompts=prompts, sampling=sampling)
 
+    @property
+    def is_panel(self) -> bool:
+        """Made by `of_panel`: a judge that asks nothing itself."""
+        return self.variant.startswith(f"{PANEL}(")
+
     @classmethod
     def of_panel(cls, members: Sequence["JudgeId"]) -> "JudgeId":
         """The judge made of `members` (engines/judging/panel.py), in any order: their profiles and
