@@ -4,7 +4,9 @@ Per metric the judge makes one constrained yes/no call (`client.choose`: P(yes)
 from the logprobs of the answer token, or from the share of votes when
 `votes > 1`; the answer is yes when P(yes) >= 0.5, the official threshold),
 then, if the answer is valid, one short call that asks for the rationale in
-the same conversation (so it shares the prompt's prefix).
+the same conversation (so it shares the prompt's prefix). A rationale the model
+did not mean (`engines.judging.shown_text.unmeant`: a chatbot's disclaimer, a
+loop) is asked once more, sampled; still so, it reads `NO_USABLE_ANSWER`.
 The prompt `layout` (engines/grice/prompts.py) is the seed's order or `shared`,
 which starts the four metric prompts of a turn with the same debate block.
 Without a pool, the examples are the built-in pool's, drawn with the default seed.
@@ -29,6 +31,7 @@ from engines.errors import ArgtuiError
 from engines.grice.pool import ExamplePool, prompt_pool
 from engines.grice.prompts import (
     DEFAULT_LAYOUT,
+    RATIONALE_REQUEST,
     Message,
     analyzer_messages,
     fsl_messages,
@@ -38,8 +41,10 @@ from engines.grice.prompts import (
 from engines.grice.questions import METRICS
 from engines.grice.reasons import AnalyzerReasons, ReasonCache
 from engines.grice.types import YES_THRESHOLD, GriceContext, GriceJudgment, MetricJudgment
+from engines.judging.shown_text import NO_USABLE_ANSWER, unmeant
 from engines.llm.client import LLMClient
 from engines.llm.profile import Sampling
+from engines.llm.reasking import attempts, chat_until_valid
 from engines.llm.types import Usage
 from engines.timing import Stopwatch
 
@@ -49,6 +54,8 @@ from engines.timing import Stopwatch
 YES_FORMS = ("Yes", "yes")
 CHOICE_LABELS = ("Yes", "No", "yes", "no")
 RATIONALE_MAX_TOKENS = 80
+# A rationale the model did not mean (a chatbot's disclaimer, a loop) is asked once more, sampled.
+RATIONALE_ATTEMPTS = attempts(Sampling(temperature=0.0, max_tokens=RATIONALE_MAX_TOKENS), 2)
 VOTE_TEMPERATURE = 1.0  # votes need sampling; a single call is greedy and reads the logprobs
 
 STRATEGIES = ("ZSL", "FSL1", "FSL2", "Analyzer1", "Analyzer3", "Analyzer5", "BEST")
@@ -172,16 +179,18 @@ async def judge_metric(
     p_yes = sum(choice.distribution.get(form, 0.0) for form in YES_FORMS)
     # The answer follows the score at the official threshold, so the two never disagree.
     answer = "yes" if p_yes >= YES_THRESHOLD else "no"
-    explanation = ""
+    explanation, unusable = "", ""
     if rationale:
-        completion = await client.chat(
-            rationale_messages(messages, answer.capitalize()),
-            Sampling(temperature=0.0, max_tokens=RATIONALE_MAX_TOKENS),
+        asked = await chat_until_valid(
+            client, rationale_messages(messages, answer.capitalize()), RATIONALE_ATTEMPTS,
+            lambda text: unmeant(text, RATIONALE_REQUEST),
         )
-        usage += completion.usage
-        explanation = " ".join(completion.text.split())
+        usage += asked.usage
+        explanation = " ".join(asked.completion.text.split())
+        if asked.problem is not None:
+            explanation, unusable = NO_USABLE_ANSWER, explanation
     return finished(
-        answer=answer, p_yes=p_yes, rationale=explanation,
+        answer=answer, p_yes=p_yes, rationale=explanation, rationale_raw=unusable,
         raw=choice.raw, source=choice.source,
     )
 

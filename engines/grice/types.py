@@ -29,7 +29,9 @@ class GriceContext:
 @dataclass(frozen=True)
 class MetricJudgment:
     """The answer to one Grice question. `answer` and `p_yes` are None when the judge's
-    output was invalid; `raw` keeps what it said, `error` why it is invalid."""
+    output was invalid; `raw` keeps what it said, `error` why it is invalid. A rationale the
+    model did not mean, asked again and still so, is `NO_USABLE_ANSWER` (engines.judging.shown_text),
+    what the model wrote kept in `rationale_raw`."""
 
     metric: str
     method: str  # ZSL, FSL1, FSL2, Analyzer1/3/5
@@ -41,6 +43,7 @@ class MetricJudgment:
     error: str | None = None
     seconds: float = 0.0
     usage: Usage = field(default_factory=Usage)  # Analyzer stage 1 counted once, where it ran
+    rationale_raw: str = ""
 
     @property
     def valid(self) -> bool:
@@ -52,8 +55,12 @@ class MetricJudgment:
         return self.usage.calls
 
     def to_data(self) -> dict[str, Any]:
-        """Plain JSON values, as a stored verdict keeps them."""
-        return asdict(self)
+        """Plain JSON values, as a stored verdict keeps them (`rationale_raw` only where there is one,
+        so a judgment with a meant rationale is stored as before the field was)."""
+        data = asdict(self)
+        if not self.rationale_raw:
+            del data["rationale_raw"]
+        return data
 
     @classmethod
     def from_data(cls, data: dict[str, Any]) -> "MetricJudgment":

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from functools import cache
+from typing import Sequence
 
 NO_USABLE_ANSWER = "no usable answer from this model"
 RUN_WORDS = 6  # words in a row that make an echo of the prompt, or, said twice, a loop
@@ -23,6 +24,10 @@ CLAUSE_MIN_WORDS = 2
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 _TEMPLATE_FIELD = re.compile(r"\{[^{}]*\}")
 _CLAUSE_BREAK = re.compile(r"[,.;:!?…\n]+")
+# What a model writes before an item of a list: a bullet, or a number of one or two digits a
+# level ("1.", "2)", "1.1.1.1:"), never a number the item states ("1.5 million", "2020 saw …").
+_LIST_MARK = re.compile(r"^\s*(?:[-*•‣◦]+|\(?\d{1,2}(?:\.\d{1,2})*[.):])(?=\s|$)\s*")
+_TEMPLATE_LABEL = re.compile(r"^([A-Z][A-Za-z ]{0,30}):", re.MULTILINE)  # "Debate topic: {topic}"
 PLACEHOLDERS = re.compile(
     r"\b(?:turn|reply to turn|argument|premise|claim)\s+(?-i:[NX])\b"  # "Turn N", as a template writes it
     r"|\{[A-Za-z_][A-Za-z0-9_ ]*\}"  # a template's field
@@ -82,3 +87,32 @@ def unmeant(text: str, template: str = "") -> str | None:
     if looped:
         return f"it repeats a clause {clauses[looped]} times ({' '.join(looped)!r})"
     return None
+
+
+def shown(text: str, template: str = "") -> str:
+    """`text` as a person may read it: itself, or `NO_USABLE_ANSWER` where `unmeant` finds it
+    is not what the model meant (for text judged before the check, or where asking again is not
+    the caller's to do). Blank text stays blank: nothing was asked for, or nothing is shown."""
+    return NO_USABLE_ANSWER if text.strip() and unmeant(text, template) else text
+
+
+@cache
+def _label_prefix(template: str, labels: tuple[str, ...]) -> re.Pattern[str] | None:
+    names = sorted({*labels, *_TEMPLATE_LABEL.findall(template)}, key=len, reverse=True)
+    if not names:
+        return None
+    return re.compile(r"^\s*(?:" + "|".join(map(re.escape, names)) + r")(?:\s+\d{1,2})?\s*:\s*", re.IGNORECASE)
+
+
+def without_labels(text: str, template: str = "", labels: Sequence[str] = ()) -> str:
+    """`text` without what a model wrote before it as an item of a list: its numbering ("1.",
+    "1.1.1.1:", "-") and the labels of its prompt `template` ("Debate topic:") or `labels`
+    ("Claim 1:"), however many there are in a row."""
+    prefix = _label_prefix(template, tuple(labels))
+    while True:
+        stripped = _LIST_MARK.sub("", text, count=1)
+        if prefix is not None:
+            stripped = prefix.sub("", stripped, count=1)
+        if stripped == text:
+            return text.strip()
+        text = stripped

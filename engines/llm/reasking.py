@@ -18,7 +18,7 @@ they get replace the ones that could not be read.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Generic, Sequence, TypeVar
+from typing import TYPE_CHECKING, Callable, Generic, Sequence, TypeVar
 
 from pydantic import BaseModel
 
@@ -32,6 +32,14 @@ if TYPE_CHECKING:
     from engines.llm.client import LLMClient, Message
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
+RESAMPLING_TEMPERATURE = 0.7  # of every attempt after the first
+
+
+def attempts(first: Sampling, count: int) -> list[Sampling]:
+    """`first`, then `count - 1` samplings like it at `RESAMPLING_TEMPERATURE`, seeds 1, 2, …:
+    each attempt another answer, and a cache key of its own."""
+    return [first, *(first.model_copy(update={"temperature": RESAMPLING_TEMPERATURE, "seed": seed})
+                     for seed in range(1, count))]
 
 
 def cut_short(completion: Completion) -> bool:
@@ -85,3 +93,31 @@ async def structured_until_valid(
         if result.valid:
             break
     return Reasked(results[-1], len(results), Usage.total(r.usage for r in results))
+
+
+@dataclass(frozen=True)
+class ReaskedText:
+    """The last attempt's answer (the first one without a problem, if any), its `problem` (None
+    when it has none), how many attempts it took, and what they all cost."""
+
+    completion: Completion
+    problem: str | None
+    attempts: int
+    usage: Usage
+
+
+async def chat_until_valid(
+    client: LLMClient, messages: Sequence[Message], samplings: Sequence[Sampling],
+    problem_of: Callable[[str], str | None],
+) -> ReaskedText:
+    """`client.chat` with `samplings[0]`, asked again with the next sampling while `problem_of`
+    finds a problem in the answer's text, at most `len(samplings)` times."""
+    if not samplings:
+        raise ValueError("at least one attempt is needed")
+    completions: list[Completion] = []
+    for sampling in samplings:
+        completions.append(await client.chat(messages, sampling))
+        problem = problem_of(completions[-1].text)
+        if problem is None:
+            break
+    return ReaskedText(completions[-1], problem, len(completions), Usage.total(c.usage for c in completions))

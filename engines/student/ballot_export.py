@@ -3,7 +3,9 @@ turn numbers, what was judged of each turn, then the ballot.
 
 Text from the debate, the argument base or a model goes in as it is, escaped where Markdown
 would read it as structure (a heading, a list, a table's column, a link, emphasis), so the
-document keeps its shape whatever the data says.
+document keeps its shape whatever the data says. A Grice rationale the model did not mean (a
+chatbot's disclaimer; `engines.judging.shown_text`) reads "no usable answer from this model",
+judged before that check or after.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ import re
 
 from engines.debate.levels import get_level
 from engines.debate.records import DebateRecords, StoredTurn
+from engines.grice.prompts import RATIONALE_REQUEST
 from engines.inspire.score import DIMENSION_TITLES
+from engines.judging.shown_text import shown
 from engines.tasks.ballot import Ballot, TurnMark, debate_transcript
 from store.db import Database
 from store.debates import DebateRepository
@@ -92,7 +96,7 @@ def _reply(number: int, turn: StoredTurn | None) -> list[str]:
         lines += [f"Grice maxims ({escaped(grice.strategy)}):", ""]
         lines += _table(("maxim", "answer", "P(yes)", "rationale"), [
             (metric.metric, metric.answer or "invalid", _score(metric.p_yes),
-             cell(metric.rationale if metric.answer else metric.error or ""))
+             cell(shown(metric.rationale, RATIONALE_REQUEST) if metric.answer else metric.error or ""))
             for metric in grice.metrics.values()
         ])
     else:
