@@ -249,7 +249,8 @@ def test_the_coach_tab_with_a_score_in_words(closed_backend, argtui_home, snap_c
         assert derivation_sentence(INVALID) in text and derivation_formula(INVALID) in text  # words, formula beside
         assert "“Uniforms reduce bullying.”" in text and "supported by ibm-12" in text
         assert "contradicted by ibm-3" in text
-        assert "the argument base has nothing on this" in text and "ibm-40" not in text
+        # Passages were found and judged beside the claim: named, never "nothing on this".
+        assert "neither supported nor contradicted by ibm-40, webis-7" in text and "nothing on this" not in text
         assert "[bold]at all[/bold]" in text  # a claim's text is never read as markup
         assert "2 model outputs not about your message left out" in text
         assert "line 1, column 9" not in text and "F6 shows the details (2)" in text

@@ -17,6 +17,7 @@ from engines.inspire.explain import derivation_formula, derivation_sentence, ver
 from engines.inspire.facts import FactCheck, FactVerdict
 from engines.inspire.score import DIMENSION_TITLES, LOGICAL, NOT_MEASURED, SUPPORTED, InspireScore, LogicResult
 from engines.inspire.subjective import DIMENSIONS as SUBJECTIVE
+from engines.judging.shown_text import NO_USABLE_ANSWER
 
 
 def message_number(dialogue: Sequence[tuple[str, str]]) -> int:
@@ -55,7 +56,7 @@ def _logic_reason(logic: LogicResult) -> str:
 
 def _facts_reason(facts: FactCheck) -> str:
     if not facts.valid:
-        return "its claims could not be read"
+        return f"{NO_USABLE_ANSWER} for its claims"
     if not facts.verdicts:
         return "no factual claim of your message was found"
     return "no claim's check could be read"
@@ -86,14 +87,16 @@ def derivation_notes(logic: LogicResult) -> list[DerivationNote]:
 
 
 def claim_sentence(verdict: FactVerdict, source: str) -> str:
-    """What `source` says of the claim: the passages' ids where it has some, plainly when it has nothing."""
+    """What `source` says of the claim: the passages' ids where it has some; that it has nothing
+    only when its search found nothing (passages found that the model judged beside the claim
+    are named: the student may read them)."""
     ids = ", ".join(verdict.evidence_ids)
     if verdict.verdict == "supported":
         return f"supported by {ids}" if ids else f"supported by the {source}"
     if verdict.verdict == "contradicted":
         return f"contradicted by {ids}" if ids else f"contradicted by the {source}"
     if verdict.verdict == "no evidence":
-        return f"the {source} has nothing on this"
+        return f"neither supported nor contradicted by {ids}" if ids else f"the {source} has nothing on this"
     return "its check could not be read"
 
 

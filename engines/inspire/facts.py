@@ -2,8 +2,10 @@
 checked against the argument base the bot retrieves from, or a fact source apart from it
 (`engines.inspire.fact_sources`).
 
-A text's atomic factual claims are extracted (JSON); a claim not grounded in the text (an
-echo of the prompt or of the topic) is dropped before any verdict. Each claim's evidence is
+A text's atomic factual claims are extracted (JSON; `ExtractedClaims` takes off numbering and prompt
+labels, keeps the same claim once, and refuses a claim the model did not mean, which is asked
+again); a claim not grounded in the text (an echo of the prompt or of the topic), or negated
+where the text is not or the other way round, is dropped before any verdict. Each claim's evidence is
 the best passages the source returns for it, leaving out the arguments the judged turn
 retrieved or quoted (`exclude`) and every passage the text itself quotes: a bot reply that
 repeats an argument cannot be its own evidence. A claim with no evidence left has none; a
@@ -16,16 +18,19 @@ the evidence in the prompt. S_FA is the share of claims supported (an unreadable
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Annotated, Collection, Literal, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 from engines.sentences import sentence_spans
 from engines.inspire import prompts
-from engines.inspire.grounding import grounded
+from engines.inspire.grounding import content_stems, grounded
+from engines.judging.shown_text import NO_USABLE_ANSWER, unmeant, without_labels
 from engines.llm.budget import max_tokens_for
 from engines.llm.client import LLMClient
 from engines.llm.profile import Sampling
+from engines.llm.reasking import attempts, structured_until_valid
 from engines.llm.types import Usage
 from engines.retrieval.types import Retriever
 
@@ -39,12 +44,37 @@ QUOTE_MARGIN = 3  # passages retrieved beyond k, so that dropping quoted ones st
 ARGUMENT_BASE = "argument base"  # `FactCheck.source` of checks against the debate's argument base
 VERDICTS = ("supported", "contradicted", "no evidence")
 FactLabel = Literal["supported", "contradicted", "no evidence"]
+EXTRACTION_ATTEMPTS = 2  # an extraction with a claim the model did not mean is asked once more, sampled
+# A negation, in a claim or in the part of the text it was taken from; an answer's "No," is none.
+NEGATION = re.compile(
+    r"\b(?:not|never|none|nobody|nothing|neither|nor|cannot)\b|\bno\b(?!\s*[,.!;:])|n[’']t\b", re.IGNORECASE
+)
+_CLAUSE_BREAK = re.compile(r"[,;:]|\b(?:but|while|whereas|although|though|yet)\b", re.IGNORECASE)
 
 
 class ClaimList(BaseModel):
     claims: list[Annotated[str, StringConstraints(min_length=1, max_length=CLAIM_CHARS)]] = Field(
         max_length=MAX_CLAIMS
     )
+
+
+# The claims of a `ClaimList` answer as the Coach takes them: each without what the model put
+# before it (a list's numbering, a label of the prompt: "1.1.1.1:", "Debate topic:"), the same
+# claim (letter case and punctuation aside) once; a claim the model did not mean (`unmeant`: a
+# placeholder, a disclaimer, the prompt's words) makes the answer invalid. (A comment, not a
+# docstring: a docstring would be sent as the schema's description.)
+class ExtractedClaims(ClaimList):
+    @field_validator("claims")
+    @classmethod
+    def _meant(cls, claims: list[str]) -> list[str]:
+        kept: dict[str, str] = {}
+        for claim in claims:
+            text = " ".join(without_labels(claim, prompts.FACT_EXTRACTION, prompts.TEMPLATE_LABELS).split())
+            problem = unmeant(text, prompts.FACT_EXTRACTION)
+            if problem:
+                raise ValueError(f"the claim {claim!r} is not a meant answer: {problem}")
+            kept.setdefault(plain_words(text), text)
+        return list(kept.values())
 
 
 class Evidence(BaseModel):
@@ -108,15 +138,16 @@ class FactCheck(BaseModel):
 
 
 async def extract_claims(client: LLMClient, topic: str, text: str) -> tuple[list[str] | None, str, str | None, Usage]:
-    """(claims or None, raw output, error, usage)."""
-    [result] = await client.structured(
-        [{"role": "user", "content": prompts.extraction_prompt(topic, text, MAX_CLAIMS)}], ClaimList,
-        Sampling(temperature=0.0, max_tokens=max_tokens_for(ClaimList)),
+    """(claims or None, raw output, error, usage); an answer `ExtractedClaims` refuses is asked again,
+    and when it stays so the error says `NO_USABLE_ANSWER`."""
+    asked = await structured_until_valid(
+        client, [{"role": "user", "content": prompts.extraction_prompt(topic, text, MAX_CLAIMS)}], ExtractedClaims,
+        attempts(Sampling(temperature=0.0, max_tokens=max_tokens_for(ClaimList)), EXTRACTION_ATTEMPTS),
     )
+    result = asked.result
     if result.value is None:
-        return None, result.raw, result.error, result.usage
-    claims = list(dict.fromkeys(" ".join(claim.split()) for claim in result.value.claims))
-    return [claim for claim in claims if claim], result.raw, None, result.usage
+        return None, result.raw, f"{NO_USABLE_ANSWER} after {asked.attempts} attempts: {result.error}", asked.usage
+    return result.value.claims, result.raw, None, asked.usage
 
 
 async def judge_claim(
@@ -164,6 +195,22 @@ def quotes(text: str, passage: str) -> bool:
     )
 
 
+def negated(text: str) -> bool:
+    return NEGATION.search(text) is not None
+
+
+def said_as_in(claim: str, text: str) -> bool:
+    """Whether `text` says the claim, not its opposite: the claim is negated as the clause of the
+    text that shares the most content words with it is (of equally close clauses, any one).
+    Content words leave "not" aside (`grounded`), so without this "Uniforms are not a solution"
+    would be credited to a text that says they are one."""
+    stems = content_stems(claim)
+    clauses = [clause for sentence in sentences(text) for clause in _CLAUSE_BREAK.split(sentence)] or [text]
+    shared = [len(stems & content_stems(clause)) for clause in clauses]
+    closest = [clause for clause, count in zip(clauses, shared) if count == max(shared)]
+    return any(negated(clause) == negated(claim) for clause in closest)
+
+
 def plain_words(text: str) -> str:
     """The text's words, lower case, punctuation dropped: two texts with the same words compare
     equal. Framed by spaces, so containment is of whole words."""
@@ -179,7 +226,7 @@ async def check_facts(
     claims, raw, error, usage = await extract_claims(client, topic, text)
     if claims is None:
         return FactCheck(error=f"claims: {error}", raw=raw, source=source), usage
-    kept = [claim for claim in claims if grounded(claim, text)]
+    kept = [claim for claim in claims if grounded(claim, text) and said_as_in(claim, text)]
     judged = await asyncio.gather(*(judge_claim(client, retriever, claim, exclude, text) for claim in kept))
     check = FactCheck(verdicts=tuple(v for v, _ in judged), raw=raw, source=source, dropped=len(claims) - len(kept))
     return check, usage + Usage.total(u for _, u in judged)

@@ -38,6 +38,7 @@ from engines.inspire.logic import (
     translate,
 )
 from engines.inspire.subjective import DIMENSIONS as SUBJECTIVE, TITLES, SubjectiveScores, subjective_scores
+from engines.judging.shown_text import shown
 from engines.llm.client import LLMClient
 from engines.llm.types import Usage, UsageMeter
 from engines.retrieval.types import Retriever
@@ -148,7 +149,7 @@ class InspireScore(BaseModel):
             if shared or not reason.strip():
                 also = f" (the model gave the same reason for {', '.join(DIMENSION_TITLES[d] for d in shared)})"
                 return f"{title.capitalize()}: no reason specific to it came{also if shared else ''}."
-            return f"{title.capitalize()}: {reason}"
+            return f"{title.capitalize()}: {shown(reason)}"
         if name == LOGICAL:
             from engines.inspire.explain import verdict_sentence  # explain.py reads this module's records
 
