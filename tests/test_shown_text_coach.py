@@ -12,7 +12,7 @@ from engines.debate.records import DebateRecords
 from engines.inspire.coaching import claim_sentence, not_measured_reason
 from engines.inspire.facts import ARGUMENT_BASE, FactCheck, check_facts, judge_claim
 from engines.inspire.score import SUPPORTED, InspireScore, LogicResult
-from engines.inspire.subjective import SubjectiveScores
+from engines.inspire.subjective import DimensionScore, SubjectiveScores
 from engines.grice import builtin_pool, judge_metric, parse_method
 from engines.grice.prompts import RATIONALE_REQUEST
 from engines.grice.types import GriceContext, GriceJudgment, MetricJudgment
@@ -179,6 +179,17 @@ async def test_the_teachers_markdown_shows_no_disclaimer_judged_now_or_before(db
     assert f"| manner | no | 0.20 | {NO_USABLE_ANSWER} |" in markdown
     assert "| quantity | yes | 0.90 |   |" in markdown
     assert "chatbot" not in markdown and "sorry" not in markdown
+
+
+def test_a_reason_the_model_did_not_mean_is_not_the_coachs_or_a_drills_explanation():
+    """The weakest dimension's explanation is the Coach's line and a rebuttal drill's feedback."""
+    subjective = SubjectiveScores(dimensions={
+        "clarity": DimensionScore(dimension="clarity", score=0.25, reason=DISCLAIMER),
+        "relevance": DimensionScore(dimension="relevance", score=0.75, reason=MEANT),
+    })
+    score = InspireScore(subjective=subjective, logic=LogicResult(), facts=FactCheck())
+    assert score.weakest_explanation == f"Clarity: {NO_USABLE_ANSWER}"
+    assert score.explanation("relevance") == f"Topic relevance: {MEANT}"
 
 
 # ---------------------------------------------------------------- drills
