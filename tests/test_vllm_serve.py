@@ -107,7 +107,11 @@ def test_serve_registers_the_name_vllm_serves_the_model_under(vllm_here, argtui_
     assert written_config(argtui_home)["backends"]["vllm-local"]["model"] == served and served in listed
     argv = vllm_here.argv()
     assert argv[:2] == ["--model", MODEL] and argv[len(argv) - len(flags):] == flags
-    assert "module" not in capsys.readouterr().out  # the `vllm` command started it
+    out = capsys.readouterr().out
+    assert "module" not in out  # the `vllm` command started it
+    # The speed of one short answer, timed as config use times it: a run's first long calls wait for it.
+    tokens_per_s = written_config(argtui_home)["backends"]["vllm-local"]["tokens_per_s"]
+    assert 0 < tokens_per_s <= 8 / 0.2 and f"measured {tokens_per_s:g} tokens/s" in " ".join(out.split())
 
 
 @pytest.mark.parametrize(

@@ -74,7 +74,7 @@ def _show(args) -> int:
 
 def _use(args) -> int:
     from engines.errors import ArgtuiError
-    from engines.llm.local_servers import identify, measure_speed  # the HTTP client loads only for this action
+    from engines.llm.local_servers import identify, with_measured_speed  # the HTTP client loads only for this action
     from engines.llm.profile import BackendProfile
     from engines.llm.types import BackendError
     from engines.terminal_text import print_data  # the models' names are the server's
@@ -96,17 +96,8 @@ def _use(args) -> int:
         name=args.name or found.kind, kind=found.kind, base_urls=[found.url], model=model,
         api_key_env=args.api_key_env,
     )
-    try:
-        speed = asyncio.run(measure_speed(profile))
-    except BackendError as exc:
-        print_data(f"note: no answer could be timed ({exc}); the first calls of a run wait timeout_s at most")
-    else:
-        if speed.tokens_per_s is None:
-            print("note: the server did not count its answer's tokens; the first calls of a run wait timeout_s at most")
-        else:
-            profile.tokens_per_s = float(f"{speed.tokens_per_s:.3g}")
-            print(f"measured {profile.tokens_per_s:g} tokens/s ({speed.tokens} tokens in {speed.seconds:.1f} s): "
-                  "a call whose token budget needs longer than timeout_s at that speed waits longer")
+    profile, measured = asyncio.run(with_measured_speed(profile))
+    print_data(measured)
     config.add_backend(profile, make_default=True)
     described = model + (" (the first listed)" if model and not args.model else "") or "the first one it lists"
     print_data(f"wrote profile {profile.name!r} (kind {found.kind}, model {described}) to {config.paths.config_file} "

@@ -22,6 +22,7 @@ from rich.text import Text
 from argtui.cli import PASSTHROUGH_DEST
 from argtui.config import Config, load_config
 from engines.errors import ArgtuiError
+from engines.llm.local_servers import with_measured_speed
 from engines.llm.profile import BackendProfile
 from engines.llm.servers import ManagedServer
 from engines.llm.vllm_serve import cpu_build, served_model_name, start_vllm
@@ -144,17 +145,16 @@ def _serve_vllm(args) -> int:
             server.stop()
 
     async def registered_until_stopped(server: ManagedServer) -> None:
-        config.add_backend(
-            BackendProfile(
-                name=name,
-                kind="vllm",
-                base_urls=[server.url],
-                model=served_model_name(args.model, args.vllm_args),  # requests for another name get a 404
-                max_concurrency=args.max_concurrency,
-                send_seed=not cpu_build(),  # the CPU build's engine dies on concurrent seeded requests
-            ),
-            make_default=not args.no_default,
-        )
+        profile, measured = await with_measured_speed(BackendProfile(
+            name=name,
+            kind="vllm",
+            base_urls=[server.url],
+            model=served_model_name(args.model, args.vllm_args),  # requests for another name get a 404
+            max_concurrency=args.max_concurrency,
+            send_seed=not cpu_build(),  # the CPU build's engine dies on concurrent seeded requests
+        ))
+        console.print(measured, markup=False, highlight=False)
+        config.add_backend(profile, make_default=not args.no_default)
         console.print(Text.assemble(
             ("ready", "green"), f" after {server.ready_after_s:.1f} s at {server.url}; registered profile ",
             (name, "bold"), f" in {config.paths.config_file}. Ctrl-C stops the server.",

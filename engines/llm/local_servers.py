@@ -71,6 +71,20 @@ async def measure_speed(profile: BackendProfile) -> MeasuredSpeed:
     return MeasuredSpeed(answer.usage.completion_tokens, answer.usage.latency_s)
 
 
+async def with_measured_speed(profile: BackendProfile) -> tuple[BackendProfile, str]:
+    """`profile` with the `tokens_per_s` of one short answer its server gave, and a line saying
+    what was measured (or why nothing was, the profile then as it was)."""
+    try:
+        speed = await measure_speed(profile)
+    except BackendError as exc:
+        return profile, f"note: no answer could be timed ({exc}); the first calls of a run wait timeout_s at most"
+    if speed.tokens_per_s is None:
+        return profile, "note: the server did not count its answer's tokens; the first calls of a run wait timeout_s at most"
+    timed = profile.model_copy(update={"tokens_per_s": float(f"{speed.tokens_per_s:.3g}")})
+    return timed, (f"measured {timed.tokens_per_s:g} tokens/s ({speed.tokens} tokens in {speed.seconds:.1f} s): "
+                   "a call whose token budget needs longer than timeout_s at that speed waits longer")
+
+
 async def find_local_servers(ports: Iterable[int], host: str = LOCAL_HOST) -> list[ServerIdentity]:
     """The servers on `ports` of `host` that answer as OpenAI-compatible ones, in the order of `ports`."""
     found = await asyncio.gather(*(_local_server(host, port) for port in ports))

@@ -4,8 +4,8 @@
 
 It reads the flags the tests pass as vLLM's parser does (an unknown one ends it with code 2 and
 argparse's message, as a bad flag ends vLLM), writes its pid and arguments as JSON to
-$VLLM_STAND_IN_RECORD, and serves /health and /v1/models (the served names, else the model)
-until it is stopped.
+$VLLM_STAND_IN_RECORD, and serves /health, /v1/models (the served names, else the model) and
+/v1/chat/completions (ANSWER_TOKENS tokens, after ANSWER_S seconds) until it is stopped.
 """
 
 from __future__ import annotations
@@ -14,8 +14,12 @@ import argparse
 import json
 import os
 import sys
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+ANSWER_TOKENS = 8
+ANSWER_S = 0.2
 
 
 def main() -> None:
@@ -39,6 +43,25 @@ def main() -> None:
             self.send_header("Content-Length", str(len(body or b"")))
             self.end_headers()
             self.wfile.write(body or b"")
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            if self.path != "/v1/chat/completions":
+                self.send_response(404)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            time.sleep(ANSWER_S)
+            body = json.dumps({
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": "one two three four five"},
+                             "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 5, "completion_tokens": ANSWER_TOKENS},
+            }).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
 
         def log_message(self, format: str, *args) -> None:
             pass
