@@ -16,7 +16,7 @@ from engines.datasets.shared import shared_release
 from engines.debate.settings import DebateSettings
 from engines.inspire.settings import InspireSettings
 from engines.llm.client import LLMClient
-from engines.llm.embedded import embedded_server, gguf_server
+from engines.llm.embedded import embedded_server, gguf_server, managed_settings
 from engines.llm.profile import EMBEDDED_PROFILE, BackendProfile
 from engines.llm.servers import ManagedServer
 from engines.llm.status import BackendStatus, probe
@@ -85,7 +85,7 @@ class Runtime:
             if server is None or not server.running:
                 logs = self.config.paths.data_dir / "logs"
                 if profile.embedded:
-                    server = embedded_server(logs / "llama-server.log")
+                    server = embedded_server(logs / "llama-server.log", managed_settings(profile))
                 else:
                     server = gguf_server(profile, logs / f"llama-server-{profile.name}.log")
                 server.start()

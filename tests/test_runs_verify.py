@@ -10,11 +10,12 @@ import sqlite3
 import pytest
 
 from argtui.cli import main
-from argtui.config import load_config
+from argtui.config import embedded_profile, load_config
 from argtui.runtime import Runtime
 from conftest import write_rad_debates
 from engines.inspire.subjective import LEVELS
 from engines.llm.client import LLMClient
+from engines.llm.embedded import reproducibility
 from engines.student.ballots import end_debate
 from fakes import FakeServer, chat_reply
 from test_ballot import answer, stored_debate
@@ -71,6 +72,16 @@ def test_a_real_grice_run_verifies_and_an_edited_p_yes_is_found(patient_profile,
     printed = capsys.readouterr().out
     assert "6 stored verdicts: 6 recomputed from their answers, 2 mismatches, 0 not recomputable" in printed
     assert item in printed and "quantity: P(yes) read again from its answer" in printed
+
+    assert main(["runs", "--json"]) == 0  # a server argtui did not start: whether it batches is not known
+    [run] = json.loads(capsys.readouterr().out)
+    assert run["id"] == run_id and run["reproducible"].startswith("unknown: argtui did not start this server")
+
+
+def test_a_run_records_that_a_server_batching_several_slots_is_not_reproducible():
+    embedded = embedded_profile()
+    assert reproducibility(embedded).startswith("no: llama-server computes up to 4 requests in one batch")
+    assert reproducibility(embedded.model_copy(update={"slots": 1})) == "yes: one slot"
 
 
 def test_a_real_inspire_run_shows_and_verifies_its_levels_and_an_edited_distribution_is_found(

@@ -49,6 +49,7 @@ def _runs(args) -> int:
         print(json.dumps([
             {"id": r.id, "task": r.task, "judge": r.judge, "kind": r.kind, "name": r.name,
              "state": r.shown_state.value, "done": r.done, "total": r.total, "invalid": r.invalid, "cause": r.cause,
+             "reproducible": r.config.get("reproducible"),
              "updated_at": r.updated_at.isoformat(),
              "heartbeat_at": r.heartbeat_at.isoformat() if r.heartbeat_at else None}
             for r in runs

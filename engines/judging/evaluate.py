@@ -12,6 +12,7 @@ from engines.judging.store import JudgmentStore
 from engines.judging.task import Option, Task, TaskContext, TaskItem, TaskReport
 from engines.judging.verdict import JudgeId
 from engines.llm.client import LLMClient
+from engines.llm.embedded import reproducibility
 from engines.metrics.classification import classification_report
 
 
@@ -68,7 +69,7 @@ async def run_task(
     judge = await judge_id(task, client, variant, options)
     spec = RunSpec(
         task.name, judge, selection or {},
-        concurrency or task.concurrency(variant, client, options),
+        concurrency or task.concurrency(variant, client, options), reproducibility(client.profile),
     )
 
     async def one(item: TaskItem):

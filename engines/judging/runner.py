@@ -119,6 +119,8 @@ class RunSpec:
     judge: JudgeId
     selection: dict  # which items: dataset, limits, seed …
     concurrency: int = 1
+    # Whether a fresh run gives the same numbers (`engines.llm.embedded.reproducibility`): recorded, not identity.
+    reproducible: str = ""
 
     @property
     def name(self) -> str:
@@ -148,7 +150,8 @@ async def run_tracked(
     if len(set(keys)) != len(keys):
         raise ValueError(f"task {spec.task!r}: item keys are not unique")
     run = runs.open(
-        f"eval-{spec.task}", spec.name, {"judge": spec.judge.model_dump(), **spec.selection}, len(items),
+        f"eval-{spec.task}", spec.name, {"judge": spec.judge.model_dump(), **spec.selection,
+                                     **({"reproducible": spec.reproducible} if spec.reproducible else {})}, len(items),
         task=spec.task, judge=spec.judge.name,
     )
     stored = store.load(spec.judge, items)

@@ -93,13 +93,31 @@ def gguf_server(profile: BackendProfile, log_path: Path) -> ManagedServer:
         raise EmbeddedUnavailable(
             f"profile {profile.name!r}: model_path {profile.model_path} is not a file"
         )
+    return llama_server(model, profile.model, log_path, managed_settings(profile))
+
+
+def managed_settings(profile: BackendProfile) -> EmbeddedSettings:
+    """How argtui starts the llama-server of a managed profile (the embedded model or a GGUF file)."""
     defaults = EmbeddedSettings()
-    settings = EmbeddedSettings(
+    return EmbeddedSettings(
         slots=profile.slots or defaults.slots,
         context_per_slot=profile.context or defaults.context_per_slot,
         threads=profile.threads,
     )
-    return llama_server(model, profile.model, log_path, settings)
+
+
+def reproducibility(profile: BackendProfile) -> str:
+    """Whether a fresh run with the same seed gives the same numbers on this profile's server, as a
+    run records it. llama-server computes the requests of its slots in one batch, and how requests
+    share a batch changes a logprob's last digits: two fresh Grice runs on 4 slots differed in 37
+    of 40 P(yes) values, on 1 slot in none (docs/performance.md)."""
+    if not profile.managed:
+        return "unknown: argtui did not start this server (llama-server is reproducible with --parallel 1)"
+    slots = managed_settings(profile).slots
+    if slots > 1:
+        return (f"no: llama-server computes up to {slots} requests in one batch, so logprobs may differ in their "
+                "last digits from a fresh run's (slots = 1 makes runs reproducible)")
+    return "yes: one slot"
 
 
 def llama_server(
