@@ -156,7 +156,7 @@ def _eval(task: Task, args) -> int:
         return 0
     if args.export_requests:
         return run_with_runtime(lambda runtime: _export_requests(runtime, task, options, args))
-    runs = run_with_runtime(lambda runtime: _run(runtime, task, options, args.panel, args.retry_invalid))
+    runs = run_with_runtime(lambda runtime: run_judges(runtime, task, options, args.panel, args.retry_invalid))
     if options.output:
         writer = getattr(task, "write_output", None)
         if writer is not None:
@@ -179,7 +179,7 @@ def _eval(task: Task, args) -> int:
     return 0
 
 
-def _prepare(runtime: Runtime, task: Task, options: TaskOptions) -> tuple[list[TaskItem], dict]:
+def prepare_run(runtime: Runtime, task: Task, options: TaskOptions) -> tuple[list[TaskItem], dict]:
     """The items and the run's selection."""
     items = task.items(runtime, options)  # read and checked before a backend starts
     if not items:
@@ -191,12 +191,12 @@ def _prepare(runtime: Runtime, task: Task, options: TaskOptions) -> tuple[list[T
     return items, selection
 
 
-async def _run(
+async def run_judges(
     runtime: Runtime, task: Task, options: TaskOptions, panel: list[Judge] | None, retry_invalid: bool
 ) -> list[TaskRun]:
     """Every judge's run, then the panel's (of its members' runs) when there is one."""
     judges, members = _judges(runtime, task, options, panel)
-    items, selection = _prepare(runtime, task, options)
+    items, selection = prepare_run(runtime, task, options)
     runs: dict[Judge, TaskRun] = {}
     for profile, variant in judges:
         client = await runtime.client(profile)
@@ -224,7 +224,7 @@ async def _export_requests(runtime: Runtime, task: Task, options: TaskOptions, a
     if len(profiles) > 1:
         raise ArgtuiError(f"--export-requests writes the requests of one profile; these judges use {', '.join(sorted(profiles))}: "
                           "export each profile's with its --judge")
-    items, selection = _prepare(runtime, task, options)
+    items, selection = prepare_run(runtime, task, options)
     client = await runtime.client(profiles.pop())
     waiting = 0
     with deferring(client) as log:

@@ -7,24 +7,27 @@ as MT-Bench reports them; how often the longer text is preferred against how oft
 prefer it; the agreement of repeated runs; the judge's label shares against the reference's; the
 prompt and completion tokens and the seconds per 1,000 judgments, as AlpacaEval's judge table
 reports them. A figure needing more items than are stored is no value but the reason, and the
-command that stores what it needs where there is one. Nothing here calls a backend.
+command that stores what it needs where there is one; `fill_plan` names the runs that store it (the
+judge's stored runs with another mode), for `argtui audit --fill`. Nothing here calls a backend.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import asdict, dataclass
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from engines.errors import ArgtuiError
 from engines.judging.store import ARENA_PREFIX, JudgmentStore, is_arena_key
-from engines.judging.task import Task
+from engines.judging.task import Task, options_model
 from engines.judging.verdict import JudgeId, Verdict
 from engines.metrics.agreement import cohen_kappa
 from engines.metrics.bootstrap import bootstrap_ci
 from store.db import Database
+from store.runs import RunRepository
 
 # Every audit figure comes with a bootstrap interval over its items, and an interval needs two.
 MIN_ITEMS = 2
@@ -264,14 +267,24 @@ def _pairwise_items(judge: JudgeId, stored: Sequence[tuple[str, str | None, Verd
     return items
 
 
-# What stores the figures a task's audit lacks, and how its stored verdicts are read, by task name.
+# How a task's stored verdicts are read, by task name.
 READERS: dict[str, Callable[[JudgeId, Sequence[tuple[str, str | None, Verdict]]], list[AuditedItem]]] = {
     "pairwise": _pairwise_items,
 }
-FILLS = {
-    "pairwise": Fills(orders="run `argtui eval pairwise --mode swap` with this judge's model and prompt",
-                      runs="run `argtui eval pairwise --mode runs --runs 3` with this judge's model and prompt"),
+# What stores the figures a task's audit lacks, by task name and `Fills` field: the options that, over
+# a judge's stored run's, judge its items so (the judge's items in both orders; in three runs).
+FILL_OPTIONS: dict[str, dict[str, dict[str, Any]]] = {
+    "pairwise": {"orders": {"mode": "swap"}, "runs": {"mode": "runs", "runs": 3}},
 }
+FILLED = {"orders": ("consistency", "first_position"), "runs": ("runs_agree",)}  # the figures each fill gives
+
+
+def _fills(task: str) -> Fills:
+    def command(changes: dict[str, Any]) -> str:
+        flags = " ".join(f"--{name.replace('_', '-')} {value}" for name, value in changes.items())
+        return f"run `argtui eval {task} {flags}` with this judge's model and prompt, or `argtui audit --fill`"
+
+    return Fills(**{field: command(changes) for field, changes in FILL_OPTIONS.get(task, {}).items()})
 
 
 def _plain_items(judge: JudgeId, stored: Sequence[tuple[str, str | None, Verdict]]) -> list[AuditedItem]:
@@ -283,7 +296,7 @@ def audit_task(db: Database, task: Task, judge: str | None = None) -> list[Judge
     stored = JudgmentStore(db, task.name).judges()
     chosen = [row.judge for row in stored if judge is None or judge.lower() in row.name.lower()]
     read = READERS.get(task.name, _plain_items)
-    fills = FILLS.get(task.name, Fills())
+    fills = _fills(task.name)
     return [
         audit_judge(task.name, found, read(found, stored_items(db, task.name, found)), task.labels, fills)
         for found in chosen
@@ -297,3 +310,66 @@ def audit(db: Database, tasks: Sequence[Task], judge: str | None = None) -> list
         raise ArgtuiError(f"no stored judge of {', '.join(task.name for task in tasks)} has {judge!r} in its name; "
                           "`argtui audit` with no --judge lists them all")
     return found
+
+
+# ---------------------------------------------------------------------- filling what is missing
+
+
+@dataclass(frozen=True)
+class Fill:
+    """A run storing what `figures` of an audited judge lack: the judge's stored run (its prompt
+    `variant` and its options `values`, by field name) with `changes`, as `argtui eval` runs it."""
+
+    task: str
+    judge: JudgeId
+    figures: tuple[str, ...]
+    variant: str
+    values: dict[str, Any]
+    changes: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class FillPlan:
+    fills: tuple[Fill, ...]
+    unfillable: tuple[str, ...]  # per judge and figures, why no run fills them
+
+
+def fill_plan(db: Database, tasks: Sequence[Task], judge: str | None = None) -> FillPlan:
+    """The runs that store what the audited judges' figures lack for want of verdicts (`FILL_OPTIONS`):
+    one per judge, figure and stored run of the judge, over that run's items and options. A figure the
+    judge's own mode gives is filled by no other run (it lacks items, not verdicts). Nothing is run here."""
+    by_name = {task.name: task for task in tasks}
+    fills: dict[str, Fill] = {}
+    unfillable: list[str] = []
+    for audited in audit(db, tasks, judge):
+        task = by_name[audited.task]
+        model = options_model(task)
+        runs = [run for run in RunRepository(db).list(kind=f"eval-{task.name}") if run.judge == audited.judge.name]
+        for field, changes in FILL_OPTIONS.get(task.name, {}).items():
+            names = tuple(figure.name for figure in (getattr(audited, name) for name in FILLED[field])
+                          if figure.value is None)
+            if not names:
+                continue
+            where = f"{audited.judge.name}: {', '.join(names)}"
+            if not runs:
+                unfillable.append(f"{where}: no batch run of this judge is stored (judged in the Arena only), "
+                                  "so no run says which items to judge")
+            for run in runs:
+                values = {name: value for name, value in run.config.items()
+                          if name in model.model_fields and name not in ("judge", "variant")}
+                values["judge"] = audited.judge.profile
+                try:
+                    stored, filled = model.from_values(values), model.from_values({**values, **changes})
+                except ArgtuiError as exc:
+                    unfillable.append(f"{where}: run {run.id}'s options are not today's: {exc}")
+                    continue
+                variant = next((v for v in task.variants() if task.judge_variant(v, stored) == audited.judge.variant),
+                               None)
+                if variant is None:
+                    unfillable.append(f"{where}: no prompt of {task.name} with run {run.id}'s options is this "
+                                      f"judge's variant {audited.judge.variant} (a panel: fill its members)")
+                elif task.judge_variant(variant, filled) != audited.judge.variant:
+                    # Two judges needing the same run (a logprob and a runs judge of one prompt, in swap mode): one run.
+                    key = json.dumps([task.name, variant, {**values, **changes}], sort_keys=True, default=str)
+                    fills.setdefault(key, Fill(task.name, audited.judge, names, variant, values, changes))
+    return FillPlan(tuple(fills.values()), tuple(unfillable))
