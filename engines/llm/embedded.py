@@ -109,8 +109,8 @@ def managed_settings(profile: BackendProfile) -> EmbeddedSettings:
 def reproducibility(profile: BackendProfile) -> str:
     """Whether a fresh run with the same seed gives the same numbers on this profile's server, as a
     run records it. llama-server computes the requests of its slots in one batch, and how requests
-    share a batch changes a logprob's last digits: two fresh Grice runs on 4 slots differed in 37
-    of 40 P(yes) values, on 1 slot in none (docs/performance.md)."""
+    share a batch changes a logprob's last digits: two fresh Grice runs on 4 slots differed in 17
+    of 20 P(yes) values, on 1 slot in none, with the prompt cache or without (docs/performance.md)."""
     if not profile.managed:
         return "unknown: argtui did not start this server (llama-server is reproducible with --parallel 1)"
     slots = managed_settings(profile).slots
