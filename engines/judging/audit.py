@@ -22,7 +22,7 @@ import numpy as np
 
 from engines.errors import ArgtuiError
 from engines.judging.store import ARENA_PREFIX, JudgmentStore, is_arena_key
-from engines.judging.task import Task, options_model
+from engines.judging.task import AuditedItem, Task, options_model
 from engines.judging.verdict import JudgeId, Verdict
 from engines.metrics.agreement import cohen_kappa
 from engines.metrics.bootstrap import bootstrap_ci
@@ -90,20 +90,6 @@ def _share(name: str, unit: str, hits: Sequence[bool], *, reference: float | Non
 def _mean_per(name: str, unit: str, values: Sequence[float], fills: str = "") -> Figure:
     array = np.asarray(values, dtype=float) * PER
     return _figure(name, unit, len(array), lambda rows: array[rows].mean(axis=1), fills=fills, vectorized=True)
-
-
-@dataclass(frozen=True)
-class AuditedItem:
-    """One stored judgment as the audit reads it: its reference, the answers given in each order
-    (as shown, then with the two texts swapped, as the judge gave them), the labels of repeated
-    runs, and the lengths in words of the two texts labelled A and B, where the task has them."""
-
-    key: str
-    reference: str | None
-    verdict: Verdict
-    orders: tuple[str | None, str | None] | None = None
-    runs: tuple[str | None, ...] = ()
-    lengths: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -246,59 +232,24 @@ def stored_items(db: Database, task: str, judge: JudgeId) -> list[tuple[str, str
     ]
 
 
-def _pairwise_items(judge: JudgeId, stored: Sequence[tuple[str, str | None, Verdict]]) -> list[AuditedItem]:
-    """A pairwise judge's answers in both orders (swap mode) or of its runs, and the pair's texts."""
-    from engines.pairwise.judge import mode_of_variant, run_labels
-    from engines.pairwise.run import PairItem, load_corpus
-
-    corpus = load_corpus()
-    mode = mode_of_variant(judge.variant)
-    items = []
-    for key, reference, verdict in stored:
-        pair = PairItem.from_key(key.removeprefix(ARENA_PREFIX), reference or "")
-        texts = [corpus.argument(pair.topic_id, side).text for side in (pair.a, pair.b)]
-        answers = run_labels(verdict)
-        items.append(AuditedItem(
-            key, reference, verdict,
-            orders=(answers[0], answers[1]) if mode == "swap" and len(answers) == 2 else None,
-            runs=answers if mode == "runs" else (),
-            lengths=(len(texts[0].split()), len(texts[1].split())),
-        ))
-    return items
-
-
-# How a task's stored verdicts are read, by task name.
-READERS: dict[str, Callable[[JudgeId, Sequence[tuple[str, str | None, Verdict]]], list[AuditedItem]]] = {
-    "pairwise": _pairwise_items,
-}
-# What stores the figures a task's audit lacks, by task name and `Fills` field: the options that, over
-# a judge's stored run's, judge its items so (the judge's items in both orders; in three runs).
-FILL_OPTIONS: dict[str, dict[str, dict[str, Any]]] = {
-    "pairwise": {"orders": {"mode": "swap"}, "runs": {"mode": "runs", "runs": 3}},
-}
 FILLED = {"orders": ("consistency", "first_position"), "runs": ("runs_agree",)}  # the figures each fill gives
 
 
-def _fills(task: str) -> Fills:
+def _fills(task: Task) -> Fills:
     def command(changes: dict[str, Any]) -> str:
         flags = " ".join(f"--{name.replace('_', '-')} {value}" for name, value in changes.items())
-        return f"run `argtui eval {task} {flags}` with this judge's model and prompt, or `argtui audit --fill`"
+        return f"run `argtui eval {task.name} {flags}` with this judge's model and prompt, or `argtui audit --fill`"
 
-    return Fills(**{field: command(changes) for field, changes in FILL_OPTIONS.get(task, {}).items()})
-
-
-def _plain_items(judge: JudgeId, stored: Sequence[tuple[str, str | None, Verdict]]) -> list[AuditedItem]:
-    return [AuditedItem(key, reference, verdict) for key, reference, verdict in stored]
+    return Fills(**{field: command(changes) for field, changes in task.audit_fills.items()})
 
 
 def audit_task(db: Database, task: Task, judge: str | None = None) -> list[JudgeAudit]:
     """The audit of every stored judge of the task (or of those whose name contains `judge`)."""
     stored = JudgmentStore(db, task.name).judges()
     chosen = [row.judge for row in stored if judge is None or judge.lower() in row.name.lower()]
-    read = READERS.get(task.name, _plain_items)
-    fills = _fills(task.name)
+    fills = _fills(task)
     return [
-        audit_judge(task.name, found, read(found, stored_items(db, task.name, found)), task.labels, fills)
+        audit_judge(task.name, found, task.audited_items(found, stored_items(db, task.name, found)), task.labels, fills)
         for found in chosen
     ]
 
@@ -335,7 +286,7 @@ class FillPlan:
 
 
 def fill_plan(db: Database, tasks: Sequence[Task], judge: str | None = None) -> FillPlan:
-    """The runs that store what the audited judges' figures lack for want of verdicts (`FILL_OPTIONS`):
+    """The runs that store what the audited judges' figures lack for want of verdicts (the task's `audit_fills`):
     one per judge, figure and stored run of the judge, over that run's items and options. A figure the
     judge's own mode gives is filled by no other run (it lacks items, not verdicts). Nothing is run here."""
     by_name = {task.name: task for task in tasks}
@@ -345,7 +296,7 @@ def fill_plan(db: Database, tasks: Sequence[Task], judge: str | None = None) -> 
         task = by_name[audited.task]
         model = options_model(task)
         runs = [run for run in RunRepository(db).list(kind=f"eval-{task.name}") if run.judge == audited.judge.name]
-        for field, changes in FILL_OPTIONS.get(task.name, {}).items():
+        for field, changes in task.audit_fills.items():
             names = tuple(figure.name for figure in (getattr(audited, name) for name in FILLED[field])
                           if figure.value is None)
             if not names:

@@ -33,6 +33,22 @@ from engines.llm.profile import BackendProfile
 from engines.retrieval.types import FactSource, ProgressCallback, Retriever
 from store.db import Database
 
+StoredJudgment = tuple[str, "str | None", Verdict]  # an item's key, its reference and the judge's verdict
+
+
+@dataclass(frozen=True)
+class AuditedItem:
+    """One stored judgment as the audit reads it: its reference, the answers given in each order
+    (as shown, then with the two texts swapped, as the judge gave them), the labels of repeated
+    runs, and the lengths in words of the two texts labelled A and B, where the task has them."""
+
+    key: str
+    reference: str | None
+    verdict: Verdict
+    orders: tuple[str | None, str | None] | None = None
+    runs: tuple[str | None, ...] = ()
+    lengths: tuple[int, int] | None = None
+
 
 @dataclass(frozen=True)
 class VariantName:
@@ -209,6 +225,9 @@ class TaskBase:
     variant_names: ClassVar[Mapping[str, VariantName]] = {}  # by code; a code left out is shown as itself
     # The modules whose upper-case str constants are the task's prompts: part of the judge's identity.
     prompt_modules: ClassVar[tuple[str, ...]] = ()
+    # What stores the figures an audit of this task lacks (engines/judging/audit.py), by `Fills` field:
+    # the options that, over a judge's stored run's, judge its items so (in both orders; in three runs).
+    audit_fills: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -238,6 +257,11 @@ class TaskBase:
 
     def concurrency(self, variant: str, client: LLMClient, options: Any) -> int:
         return client.profile.max_concurrency
+
+    def audited_items(self, judge: JudgeId, stored: Sequence[StoredJudgment]) -> list[AuditedItem]:
+        """The stored judgments as an audit reads them: here without answers in each order, runs or
+        lengths, which a task that has them adds."""
+        return [AuditedItem(key, reference, verdict) for key, reference, verdict in stored]
 
     def verify(self, ctx: TaskContext, verdict: Verdict, answers: StoredAnswers) -> Verification:
         """This task's checks of a stored verdict (`argtui runs verify`) beyond those every verdict

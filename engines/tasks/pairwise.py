@@ -26,14 +26,16 @@ from typing import Annotated, Any, Literal, Sequence
 from engines.datasets.webis import DIMENSIONS
 from engines.errors import ArgtuiError
 from engines.judging.evaluate import TaskRun
-from engines.judging.store import JudgmentStore
+from engines.judging.store import ARENA_PREFIX, JudgmentStore
 from engines.judging.options import OptionInfo, PositiveCount, TaskOptions
 from engines.judging.task import (
+    AuditedItem,
     ItemSide,
     ReportTable,
     TaskBase,
     TaskContext,
     TaskItem,
+    StoredJudgment,
     TaskReport,
     VariantName,
     canonical_variant,
@@ -53,7 +55,7 @@ from engines.pairwise.evaluation import (
     versus,
 )
 from engines.pairwise.fewshot import FEWSHOT_RULES
-from engines.pairwise.judge import MODES, JudgeSettings, majority_label, run_labels
+from engines.pairwise.judge import MODES, JudgeSettings, majority_label, mode_of_variant, run_labels
 from engines.pairwise.prompts import DIM_ADVERB, LABELS, STRATEGIES
 from engines.pairwise.run import TASK_NAME, PairItem, judge_item, load_corpus, select_items
 
@@ -222,9 +224,27 @@ class PairwiseTask(TaskBase):
     limit_help = "judge a seeded random sample of N pairs per dimension"
     output_help = "write the result: .json (everything, with per-argument scores) or .csv (Table 1 rows)"
     Options = PairwiseOptions
+    audit_fills = {"orders": {"mode": "swap"}, "runs": {"mode": "runs", "runs": 3}}
 
     def variants(self) -> tuple[str, ...]:
         return STRATEGIES
+
+    def audited_items(self, judge: JudgeId, stored: Sequence[StoredJudgment]) -> list[AuditedItem]:
+        """A judge's answers in both orders (swap mode) or of its runs, and the pair's texts' lengths."""
+        corpus = load_corpus()
+        mode = mode_of_variant(judge.variant)
+        items = []
+        for key, reference, verdict in stored:
+            pair = PairItem.from_key(key.removeprefix(ARENA_PREFIX), reference or "")
+            texts = [corpus.argument(pair.topic_id, side).text for side in (pair.a, pair.b)]
+            answers = run_labels(verdict)
+            items.append(AuditedItem(
+                key, reference, verdict,
+                orders=(answers[0], answers[1]) if mode == "swap" and len(answers) == 2 else None,
+                runs=answers if mode == "runs" else (),
+                lengths=(len(texts[0].split()), len(texts[1].split())),
+            ))
+        return items
 
     def filters(self, ctx: TaskContext) -> dict[str, tuple[str, ...]]:
         return {"dimension": DIMENSIONS}
