@@ -75,7 +75,7 @@ def v1_time(value: str | datetime) -> datetime:
 def v1_usage(prompt_tokens: int = 0, completion_tokens: int = 0, calls: int = 0, cached_calls: int = 0) -> dict:
     """A verdict's usage as JSON; schema 1 kept no latency."""
     return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "reused_prompt_tokens": 0,
-            "latency_s": 0.0, "ttft_s": None, "calls": calls, "cached_calls": cached_calls}
+            "latency_s": 0.0, "ttft_s": None, "calls": calls, "cached_calls": cached_calls, "cached_prompt_tokens": 0}
 
 
 def _v1_to_v2(conn: Connection) -> None:
