@@ -129,7 +129,10 @@ async def test_tab_walks_the_debate_screen_and_esc_from_the_tabs_keeps_the_debat
         assert screen.query_one("#side").active == "grice-tab"
         await pilot.press("f3")
         assert screen.query_one("#side").active == "evidence-tab"
+        assert isinstance(app.focused, ContentTabs)  # F3/F4 move to the tabs: Esc comes back
 
+        await pilot.press("escape")
+        assert app.screen is screen and app.focused is screen.query_one("#message", Input)
         await pilot.press("escape")  # from the message box with nothing running: back one screen
         assert app.screen is not screen
 
