@@ -138,9 +138,9 @@ class ArgtuiApp(App):
                 self.notify(str(exc), title="--student", severity="error", markup=False)
                 student = None
             self._begin(student)
-        elif students.list():
+        elif students.list() and self.student is None and isinstance(self.screen, HomeScreen):
             self.push_screen(StudentPickerScreen(), self._begin)
-        else:
+        else:  # never on top of a screen the user went on to: `s` on Home picks a student then
             self._begin(None)
 
     def _begin(self, student: Student | None) -> None:
