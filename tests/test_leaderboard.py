@@ -272,7 +272,7 @@ async def test_a_judge_with_one_pair_shows_no_statistic_and_says_why(offline_bac
         await pilot.pause()
         audit_table = screen.query_one("#audit-table", DataTable)
         rows = [[str(cell).strip() for cell in audit_table.get_row_at(n)] for n in range(audit_table.row_count)]
-        accuracy = next(row for row in rows if row[0] == "accuracy")
+        accuracy = next(row for row in rows if row[0] == "accuracy %")
         assert accuracy[1] == "–" and accuracy[4] == "1" and "needs at least 2" in accuracy[5]
 
 
