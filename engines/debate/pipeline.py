@@ -229,6 +229,12 @@ class DebatePipeline(Opponent):
         graphs = await clock.run(gathered(
             *(retrieve_for_idea(self.retriever, q.opponent_idea, q.field_to_look, self.k, side=side) for q in queries)
         ))
+        if side is not None and not any(graph.candidates() for graph in graphs):
+            # An argument base without the topic's labelled arguments (another index): every side is offered.
+            side = None
+            graphs = await clock.run(gathered(
+                *(retrieve_for_idea(self.retriever, q.opponent_idea, q.field_to_look, self.k) for q in queries)
+            ))
         # A query whose words find nothing (a small model's may be no words at all) searches with
         # the student's message, the idea it was meant to attack or support.
         empty = [number for number, graph in enumerate(graphs, 1) if not graph.candidates()]
