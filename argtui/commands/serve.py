@@ -10,11 +10,12 @@ separate them and is not passed on).
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import signal
 from pathlib import Path
 
-import tomli_w
+import tomlkit
 from pydantic import ValidationError
 from rich.console import Console
 from rich.text import Text
@@ -104,8 +105,6 @@ def _register_gguf(args) -> int:
 
 def _gguf_problem(path: Path) -> str | None:
     """Why `path` cannot be a profile's model file, or None."""
-    import errno
-
     try:
         if not path.is_file():
             return "not a file" if path.exists() else "no such file"
@@ -118,7 +117,7 @@ def _gguf_problem(path: Path) -> str | None:
 
 def _written(config: Config, name: str, made_default: bool) -> str:
     """The profile's table as the config file now holds it, and where."""
-    table = tomli_w.dumps({"backends": {name: config.to_toml_dict()["backends"][name]}})
+    table = tomlkit.dumps({"backends": {name: config.to_toml_dict()["backends"][name]}})
     default = " and made it the default backend" if made_default else ""
     return f"wrote profile {name!r} to {config.paths.config_file}{default}:\n\n{table}"
 

@@ -19,14 +19,13 @@ from engines.grice.pool import ExamplePool
 from engines.grice.prompts import analyzer_stage1_messages
 from engines.llm.client import LLMClient
 from engines.llm.profile import Sampling
-from engines.llm.reasking import structured_until_valid
+from engines.llm.reasking import attempts, structured_until_valid
 from engines.llm.types import Usage
 
 STAGE1_MAX_TOKENS = 400
 REASON_MAX_CHARS = 500
 # A stage-1 output that fails validation is asked for once more, sampled instead of greedy.
-STAGE1_ATTEMPTS = (Sampling(temperature=0.0, max_tokens=STAGE1_MAX_TOKENS),
-                   Sampling(temperature=0.7, seed=1, max_tokens=STAGE1_MAX_TOKENS))
+STAGE1_ATTEMPTS = attempts(Sampling(temperature=0.0, max_tokens=STAGE1_MAX_TOKENS), 2)
 
 
 class AnalyzerReasons(BaseModel):

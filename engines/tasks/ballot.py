@@ -42,7 +42,7 @@ from engines.llm.budget import max_tokens_for
 from engines.llm.client import LLMClient
 from engines.llm.embedded import EMBEDDED_MODEL_NAME
 from engines.llm.profile import Sampling
-from engines.llm.reasking import structured_until_valid
+from engines.llm.reasking import attempts, structured_until_valid
 from engines.sentences import sentence_spans
 from engines.tasks.inspire_turns import stored_message_scores
 from store.db import Database
@@ -69,7 +69,7 @@ FIX_PATTERN = rf"^{WORD}( {WORD}){{{FIX_WORDS[0] - 1},{FIX_WORDS[1] - 1}}}$"
 REASON_CHARS = REASON_WORDS * (WORD_CHARS + 1)  # the unpatterned reason of the base model
 REWRITE_CHARS = 400
 # The first attempt greedy, each further one sampled with a seed of its own (a new cache key).
-ATTEMPTS = (Sampling(temperature=0.0), Sampling(temperature=0.7, seed=1), Sampling(temperature=0.7, seed=2))
+ATTEMPTS = attempts(Sampling(temperature=0.0), 3)
 TURN_CITATION = re.compile(r"\bturn\s+(\d+)\b", re.IGNORECASE)
 NEGATION = re.compile(r"\b(?:not|never|no)\b|n't\b", re.IGNORECASE)
 # "the bot argued better", "the student's case was stronger": a side the reason says won.
