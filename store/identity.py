@@ -2,7 +2,7 @@
 
 Defined in the store, not the engine, so schema migrations name old judges exactly as
 the engine names new ones. A judge is its backend profile, model and variant plus three
-digests: of the options that change answers, of its prompt templates and of the
+digests: of the options that change answers, of the requests it sends and of the
 sampling its profile adds to every call.
 """
 

@@ -77,7 +77,7 @@ def odd_task():
 
 def test_the_base_class_gives_the_defaults_and_the_model_gives_the_options(odd_task):
     assert odd_task.filters(None) == {} and odd_task.judge_variant("parity", None) == "parity"
-    assert odd_task.prompt_modules == () and odd_task.variant_name("other").title == "other"
+    assert odd_task.probe_item(None, None).key == "n3" and odd_task.variant_name("other").title == "other"
     assert [(o.flag, o.control, o.judge_option) for o in odd_task.options] == [
         ("--numbers", "text", False), ("--odd-answer", "select", True)]
     options = default_options(odd_task, odd_answer="no")

@@ -17,9 +17,11 @@ from sqlalchemy import JSON, Boolean, Column, DateTime, Integer, MetaData, Strin
 from argtui.cli import main
 from argtui.runtime import Runtime
 from engines.datasets.ukp_essays import Essay, EssayComponent
+from engines.judging import identity
 from engines.judging.evaluate import judge_id, run_task
 from engines.judging.runner import RunSpec, run_tracked
 from engines.judging.store import JudgmentStore
+from engines.judging.options import TaskOptions
 from engines.judging.task import ItemSide, TaskBase, TaskItem, default_options
 from engines.judging.verdict import JudgeId, Verdict
 from engines.llm.client import LLMClient
@@ -128,7 +130,7 @@ async def test_a_changed_default_of_a_judge_setting_is_a_new_judge(monkeypatch):
             monkeypatch.setattr("engines.tasks.components.DEFAULT_TURN_TOKENS", 1024)
             after = await judge_id(COMPONENTS, client, "mad", options)
     assert before.options != after.options and before.name != after.name
-    assert (before.variant, before.prompts) == (after.variant, after.prompts)
+    assert before.variant == after.variant
 
 
 PROMPT_MODULE = "argtui_toy_prompts"
@@ -140,10 +142,12 @@ class ToyTask(TaskBase):
     name = "toy-prompted"
     title = "Toy: asks its prompt"
     labels = ("yes", "no")
-    prompt_modules = (PROMPT_MODULE,)
 
     def variants(self) -> tuple[str, ...]:
         return ("plain",)
+
+    def draw(self, ctx, rng, **filters: str) -> TaskItem:
+        return TaskItem("n3", "number 3", "3")
 
     async def judge(self, ctx, item: TaskItem, variant: str, client: LLMClient, options) -> Verdict:
         prompt = importlib.import_module(PROMPT_MODULE).QUESTION.format(body=item.body)
@@ -162,13 +166,14 @@ async def test_a_changed_prompt_template_is_a_new_judge_and_the_old_verdicts_sta
             async def judge(item: TaskItem) -> Verdict:
                 return await task.judge(None, item, "plain", client, None)
 
-            before = await judge_id(task, client, "plain", SimpleNamespace())
+            before = await judge_id(task, client, "plain", TaskOptions())
             await run_tracked(db, RunSpec(task.name, before, {}), items, judge)
             assert len(fake.bodies) == 3 and "odd?" in fake.bodies[0]["messages"][0]["content"]
 
             module.write_text('QUESTION = "Is {body} an odd number? Say yes or no."\n', encoding="utf-8")
             importlib.reload(importlib.import_module(PROMPT_MODULE))
-            after = await judge_id(task, client, "plain", SimpleNamespace())
+            monkeypatch.setattr(identity, "_known", {})  # identities are kept per process: as a new one
+            after = await judge_id(task, client, "plain", TaskOptions())
             assert after.prompts != before.prompts and after.name != before.name
             assert (after.profile, after.model, after.variant, after.options) == (
                 before.profile, before.model, before.variant, before.options)
@@ -198,7 +203,8 @@ async def test_a_changed_profile_sampling_is_a_new_judge_and_the_old_verdicts_st
             async with LLMClient(nucleus) as client:
                 second = await run_task(runtime, COMPONENTS, client, "vanilla", options, items)
             assert first.judge.sampling == "" and second.judge.sampling != ""
-            assert first.judge.name != second.judge.name and first.judge.prompts == second.judge.prompts
+            # The sampling goes in every request: the requests' digest changes with it.
+            assert first.judge.name != second.judge.name and first.judge.prompts != second.judge.prompts
             assert second.outcome.judged_now == 5 and len(server.bodies) == 10  # asked anew, not resumed
             assert all(body.get("top_p") == 0.9 for body in server.bodies[5:])  # what the digest stands for
         store = JudgmentStore(runtime.db, "components")

@@ -1,4 +1,4 @@
-"""Digests of what a judgment depends on: an item's content, a task's prompt templates, a
+"""Digests of what a judgment depends on: an item's content, a judge's requests, a
 profile's sampling. One canonical encoding, so the same value always gives the same digest."""
 
 from __future__ import annotations
@@ -6,12 +6,10 @@ from __future__ import annotations
 import dataclasses
 import enum
 import hashlib
-import importlib
 import json
 from datetime import date, datetime
 from pathlib import PurePath
-from types import ModuleType
-from typing import Any, Iterable
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -54,25 +52,6 @@ def digest(value: Any, length: int = 16) -> str:
 def content_digest(seen: Any, sides: Any, reference: str | None) -> str:
     """What a judge sees of an item (its payload or its body, the texts it compares) and its reference."""
     return digest([seen, sides, reference])
-
-
-def prompts_digest(modules: Iterable[str | ModuleType]) -> str:
-    """The prompt templates of a task: every public upper-case constant of its prompt modules that
-    has a canonical form (texts, and the tables, numbers and records the prompts are built from);
-    "" for a task that names none."""
-    templates = {}
-    for module in modules:
-        found = importlib.import_module(module) if isinstance(module, str) else module
-        constants = {}
-        for name, value in vars(found).items():
-            if not name.isupper() or name.startswith("_"):
-                continue
-            try:
-                constants[name] = canonical(value)
-            except TypeError:  # a compiled pattern, a class: not a template
-                continue
-        templates[found.__name__] = constants
-    return digest(templates, 8) if templates else ""
 
 
 def sampling_digest(sampling: Sampling) -> str:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from engines.judging.digest import canonical, prompts_digest, sampling_digest
+from engines.judging.digest import canonical, sampling_digest
+from engines.judging.identity import requests_digest
 from engines.judging.runner import RunOutcome, RunProgress, RunSpec, run_tracked
 from engines.judging.store import JudgmentStore
 from engines.judging.task import Option, Task, TaskContext, TaskItem, TaskReport
@@ -25,9 +26,9 @@ class TaskRun:
 
 async def judge_id(task: Task, client: LLMClient, variant: str, options: Any) -> JudgeId:
     """The identity of `client` judging `task` with `variant`: the model, the options that change
-    answers and the settings the judge runs with (`task.judge_settings`), the task's prompt templates
-    (`task.prompt_modules`) and the sampling the profile adds to every call, so a change of any of
-    them is a new judge."""
+    answers and the settings the judge runs with (`task.judge_settings`), the requests the judge
+    sends for its probe item (`engines.judging.identity`: every prompt text, token cap and answer
+    schema) and the sampling the profile adds to every call, so a change of any of them is a new judge."""
     # Every option that changes answers at the value it has, defaults included: a changed default
     # is a new judge as well, and needs no renaming of the judges stored before it.
     judge_options = {
@@ -40,7 +41,7 @@ async def judge_id(task: Task, client: LLMClient, variant: str, options: Any) ->
         judge_options["settings"] = canonical(settings)
     return JudgeId.of(
         client.profile.name, await client.model(), task.judge_variant(variant, options), judge_options,
-        prompts=prompts_digest(getattr(task, "prompt_modules", ())), sampling=sampling_digest(client.profile.sampling),
+        prompts=await requests_digest(task, client, variant, options), sampling=sampling_digest(client.profile.sampling),
     )
 
 

@@ -180,6 +180,11 @@ class Task(Protocol):
         """A random item for the Arena."""
         ...
 
+    def probe_item(self, ctx: TaskContext, options: Any) -> TaskItem:
+        """The fixed item the judge's requests are rendered for, as its identity
+        (`engines.judging.identity`); `ctx` has no datasets and an empty database."""
+        ...
+
     def judge_variant(self, variant: str, options: Any) -> str:
         """The variant as part of the judge's identity (e.g. "few/runs3@t1")."""
         ...
@@ -223,8 +228,6 @@ class TaskBase:
     Options: ClassVar[type[TaskOptions]] = TaskOptions
     options: ClassVar[tuple[Option, ...]] = ()
     variant_names: ClassVar[Mapping[str, VariantName]] = {}  # by code; a code left out is shown as itself
-    # The modules whose upper-case str constants are the task's prompts: part of the judge's identity.
-    prompt_modules: ClassVar[tuple[str, ...]] = ()
     # What stores the figures an audit of this task lacks (engines/judging/audit.py), by `Fills` field:
     # the options that, over a judge's stored run's, judge its items so (in both orders; in three runs).
     audit_fills: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
@@ -248,6 +251,10 @@ class TaskBase:
 
     def judge_variant(self, variant: str, options: Any) -> str:
         return variant
+
+    def probe_item(self, ctx: TaskContext, options: Any) -> TaskItem:
+        """The draw with seed 0: with no datasets and an empty database, one of the task's built-in items."""
+        return self.draw(ctx, random.Random(0))  # type: ignore[attr-defined]
 
     def judge_settings(self, variant: str, options: Any) -> Any:
         return None

@@ -63,7 +63,7 @@ class Verdict(BaseModel):
 
 class JudgeId(BaseModel):
     """Who judged: backend profile, model, the task's variant (prompting strategy, method, mode)
-    and the digests of what else changes its answers: the options, the prompt templates and the
+    and the digests of what else changes its answers: the options, the requests it sends and the
     sampling its profile adds to every call ("" for none).
 
     `name` is the one short form every table, report, screen and export uses; the store keeps
@@ -76,7 +76,7 @@ class JudgeId(BaseModel):
     model: str
     variant: str
     options: str = ""  # options_digest(...)
-    prompts: str = ""  # engines.judging.digest.prompts_digest(...)
+    prompts: str = ""  # engines.judging.identity.requests_digest(...): the requests the judge sends
     sampling: str = ""  # engines.judging.digest.sampling_digest(...)
 
     @property

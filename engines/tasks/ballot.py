@@ -425,7 +425,6 @@ class BallotTask(TaskBase):
         VARIANT: VariantName("Adjudicator", "Adjudicate", "one schema-constrained answer from the transcript and "
                              "the measured numbers of each turn"),
     }
-    prompt_modules = (__name__,)
     Options = BallotOptions
 
     def variants(self) -> tuple[str, ...]:

@@ -191,7 +191,6 @@ class ComponentReport(TaskReport):
 
 class ComponentsTask(TaskBase):
     name = JUDGMENT_TASK
-    prompt_modules = ("engines.components.prompts",)
     title = "Argument components (MajorClaim / Claim / Premise)"
     description = (
         "Classify every gold argument component of the UKP Argument Annotated Essays "

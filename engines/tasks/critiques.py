@@ -22,6 +22,12 @@ from engines.llm.client import LLMClient
 from engines.llm.profile import EMBEDDED_PROFILE, Sampling
 from store.critiques import CritiqueRepository
 
+# The (position, critique) a judge's identity is taken from (`TaskBase.probe_item`).
+PROBE_CRITIQUE = (
+    "Cities should ban cars from their centres.",
+    "The position ignores deliveries: shops in a car-free centre still need vans to bring their stock.",
+)
+
 
 class CritiqueOptions(TaskOptions):
     reference: Annotated[str | None, OptionInfo(
@@ -34,7 +40,6 @@ class CritiqueOptions(TaskOptions):
 
 class CritiqueTask(TaskBase):
     name = TASK_NAME
-    prompt_modules = ("engines.critiques.judges", "engines.critiques.rubric")
     title = "Critique rating: how good is a critique of a position (seed 002)"
     description = (
         "Rates every stored critique with an LLM judge (simple prompt: think step by step, JSON with overall; "
@@ -76,6 +81,12 @@ class CritiqueTask(TaskBase):
 
     def draw(self, ctx: TaskContext, rng: random.Random, **filters: str) -> TaskItem:
         return rng.choice(self._all_items(ctx))
+
+    def probe_item(self, ctx: TaskContext, options: CritiqueOptions) -> TaskItem:
+        """A critique of the task's own: the store may hold none."""
+        position, critique = PROBE_CRITIQUE
+        return TaskItem("probe", "probe critique", f"Position\n{position}\n\nCritique\n{critique}",
+                        payload=PROBE_CRITIQUE)
 
     async def judge(
         self, ctx: TaskContext, item: TaskItem, variant: str, client: LLMClient, options: CritiqueOptions

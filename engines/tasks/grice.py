@@ -168,6 +168,16 @@ def _rad_pool(debates_path: Path, labels_path: Path, seed: int) -> ExamplePool:
     pool = pool_from_rad(debates_path.name, debates, align_labels(debates, read_rad_labels(labels_path), labels_path))
     return pool.drawn(seed)
 
+# The turn a judge's identity is taken from (`TaskBase.probe_item`): every role speaks in it, and
+# arguments were retrieved for it, so every part of a prompt is rendered.
+PROBE_TURN = GriceContext(
+    dialogue=(("user", "Cities should ban cars from their centres."),
+              ("assistant", "Shops in the centre need vans to bring their stock."),
+              ("user", "Vans could deliver at night, when the streets are empty.")),
+    reply="Night deliveries would wake the people who live in the centre.",
+    arguments=("Night deliveries disturb residents' sleep.", "Delivery bans raise shop prices."),
+)
+
 
 @dataclass(frozen=True)
 class _Turn:
@@ -255,7 +265,6 @@ def _output_path(path: Path, strategy: str, several: bool) -> Path:
 
 class GriceTask(TaskBase):
     name = "grice"
-    prompt_modules = ("engines.grice.prompts", "engines.grice.questions")
     title = "Grice maxims of a bot reply (Touché RAD sub-task 2)"
     description = (
         "Judge each bot reply of Touché RAD debates on the four Grice questions; writes the "
@@ -345,6 +354,10 @@ class GriceTask(TaskBase):
             reference=None if known is None else LABELS[0] if known else LABELS[1],
             payload=GriceItem(turn.context, (metric,), turn.labels),
         )
+
+    def probe_item(self, ctx: TaskContext, options: GriceOptions) -> TaskItem:
+        """PROBE_TURN on every metric: a strategy asks each maxim its own way."""
+        return TaskItem("probe", "probe turn", _turn_text(PROBE_TURN), payload=GriceItem(PROBE_TURN, METRICS, {}))
 
     def judge_variant(self, variant: str, options: GriceOptions) -> str:
         pool = example_pool(options)

@@ -281,7 +281,6 @@ def problem_counts(judgments: Sequence[TurnJudgment]) -> dict[str, int]:
 
 class InspireTask(TaskBase):
     name = TASK_NAME
-    prompt_modules = ("engines.inspire.prompts", "engines.inspire.logic_prompts")
     title = "InspireScore of debate turns: four subjective dimensions, logical validity, facts (seed 003)"
     description = (
         "Scores every turn of debates (a RAD debates file, a GenIRSim run, argtui's own debate export, or a "

@@ -206,7 +206,6 @@ class PairwiseOptions(TaskOptions):
 
 class PairwiseTask(TaskBase):
     name = NAME
-    prompt_modules = ("engines.pairwise.prompts",)
     title = "Pairwise argument quality (Webis-ArgQuality-20)"
     description = (
         "Judge expert comparison pairs with an LLM, fit Bradley-Terry scores per topic and report agreement "
