@@ -53,7 +53,8 @@ class GenerationSpeed:
         self.timeout_s = timeout_s
         self.profile_tokens_per_s = profile_tokens_per_s  # the speed until an answer measures one
         self._answers: deque[tuple[float, float]] = deque(maxlen=SPEED_WINDOW)  # (tokens, seconds)
-        self._waiting: set[Callable[[], None]] = set()
+        # The calls waiting, by token budget, each told the deadline its budget now has.
+        self._waiting: dict[int, set[Callable[[Deadline], None]]] = {}
 
     @property
     def measured(self) -> bool:
@@ -72,9 +73,16 @@ class GenerationSpeed:
         """One fresh answer: `tokens` generated for one sequence in `seconds` of waiting."""
         if tokens <= 0 or seconds <= 0:
             return  # nothing generated (or a clock that did not move): no speed to learn
+        # Once per budget, not per call: hundreds of calls wait at once in a batch run. A waiting
+        # call's deadline is at least its budget's limit before this answer (it began with it or
+        # was moved to it), so only a limit this answer made longer moves any.
+        before = {max_tokens: self.limit(max_tokens).seconds for max_tokens in self._waiting}
         self._answers.append((tokens, seconds))
-        for extend in list(self._waiting):
-            extend()
+        for max_tokens, extends in list(self._waiting.items()):
+            longer = self.limit(max_tokens)
+            if longer.seconds > before[max_tokens]:
+                for extend in list(extends):
+                    extend(longer)
 
     def limit(self, max_tokens: int | None) -> Deadline:
         """The deadline of a call asking for at most `max_tokens` (None: the server decides)."""
@@ -104,17 +112,20 @@ class GenerationSpeed:
             watcher = asyncio.create_task(self._ask_progress(progress, started))
         async with asyncio.timeout_at(started + current.seconds) as scope:
 
-            def extend() -> None:
-                longer = self.limit(max_tokens)
+            def extend(longer: Deadline) -> None:
                 if longer.seconds > current.seconds and not scope.expired():
                     current.seconds, current.reason = longer.seconds, longer.reason
                     scope.reschedule(started + longer.seconds)
 
-            self._waiting.add(extend)
+            # A call without a budget keeps timeout_s: no answer moves it.
+            waiting = self._waiting.setdefault(max_tokens, set()) if max_tokens else set()
+            waiting.add(extend)
             try:
                 yield current
             finally:
-                self._waiting.discard(extend)
+                waiting.discard(extend)
+                if max_tokens and not waiting:
+                    self._waiting.pop(max_tokens, None)
                 if watcher is not None:
                     watcher.cancel()
 
