@@ -26,8 +26,12 @@ from engines.retrieval.types import ProgressCallback, Retriever
 from engines.secrets import redact
 
 if TYPE_CHECKING:  # the store loads SQLAlchemy: imported on the first database use, not at start-up
+    from engines.debate.exchange import DebateExchange
+    from engines.debate.session import JudgingChoice
     from engines.retrieval.types import FactSource
+    from engines.tasks.inspire_turns import TurnJudgment
     from store import Database
+    from store.debates import Debate
 
 
 DATABASE_URL_ENV = "ARGTUI_DATABASE_URL"  # e.g. postgresql://user@host/argtui: one database for a team
@@ -187,6 +191,28 @@ class Runtime:
                     chosen, self.retriever, self.data_dir, (os.environ.get(variable) or None) if variable else None
                 )
             return self._fact_sources[chosen]
+
+    async def debate_exchange(
+        self, debate: Debate, client: LLMClient | None, *, no_model_reason: str = "",
+        choice: JudgingChoice | None = None, on_progress: ProgressCallback | None = None,
+    ) -> DebateExchange[TurnJudgment]:
+        """The exchange of a stored debate as the config sets it, for the Debate screen and
+        `argtui debate --script` alike: the bot of the debate's level on the argument base, each of
+        its turns bounded by [debate] turn_timeout_s, judged by the tasks' judges on `client`, the
+        Coach scoring as [debate] coach says. `client` None: no model answers (`no_model_reason`
+        says why), nothing is judged, and a level that needs a model raises ArgtuiError.
+        `on_progress` hears the argument index being built, on its first use."""
+        from engines.debate.exchange import DebateExchange
+        from engines.debate.session import DebateSession
+        from engines.tasks.debate_judges import TaskJudges
+        from store.debates import DebateRepository
+
+        retriever = await self.retriever(on_progress)
+        session = DebateSession(DebateRepository(await self.open_db()), debate, client, retriever,
+                                no_model_reason=no_model_reason, choice=choice)
+        settings = self.debate_settings
+        return DebateExchange(session, TaskJudges(self, client) if client is not None else None,
+                              coach=settings.coach, turn_timeout_s=settings.turn_timeout_s)
 
     async def aclose(self) -> None:
         for source in self._fact_sources.values():

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import time
 from contextlib import aclosing
-from typing import Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Awaitable, Callable
 
 from rich.text import Text
 from textual import on, work
@@ -63,7 +63,6 @@ from engines.debate.settings import DebateSettings
 from engines.errors import ArgtuiError
 from engines.grice.judge import STRATEGIES as GRICE_STRATEGIES
 from engines.student.ratings import level_rating, student_rating
-from engines.tasks.debate_judges import TaskJudges
 from screens.choice import Answer, ChoiceDialog
 from screens.debate_state import (
     NO_MODEL,
@@ -87,6 +86,9 @@ from screens.widgets.transcript import RETRY_KEY, TICK_S, MessageView, component
 from store import StoreError
 from store.debates import Debate, DebateRepository, TurnState
 from store.students import StudentRepository
+
+if TYPE_CHECKING:  # named in annotations only: the tasks load as the exchange opens
+    from engines.tasks.inspire_turns import TurnJudgment
 
 REPLY_REFRESH_S = 0.05  # stream the reply at about 20 updates per second
 QUESTIONS_KEY = "F2"
@@ -153,7 +155,7 @@ class DebateScreen(MountedScreen):
         self.debate_id = debate_id
         self.debate: Debate | None = None  # loaded on mount
         self.session: DebateSession | None = None
-        self.exchange: DebateExchange | None = None  # what a send or a retry runs
+        self.exchange: DebateExchange[TurnJudgment] | None = None  # what a send or a retry runs
         self.open_failure: str | None = None  # why the session could not open (None: open, or opening)
         self._note: Static | None = None  # in the conversation: why the debate cannot go on, or goes on unjudged
         self.state = DebateState()
@@ -306,20 +308,14 @@ class DebateScreen(MountedScreen):
                 return
             no_model = reason_line(str(exc))
         try:
-            retriever = await services(self).retriever(
-                lambda p: self._say(f"building the argument index: {p.done}/{p.total}")
+            self.exchange = await services(self).debate_exchange(
+                debate, client, no_model_reason=no_model, choice=self.choice,
+                on_progress=lambda p: self._say(f"building the argument index: {p.done}/{p.total}"),
             )
         except ArgtuiError as exc:
             self._cannot_debate(reason_line(str(exc)), backend=False)
             return
-        self.session = DebateSession(
-            DebateRepository(services(self).db), debate, client, retriever, no_model_reason=no_model,
-            choice=self.choice,
-        )
-        self.exchange = DebateExchange(
-            self.session, TaskJudges(services(self), client) if client is not None else None,
-            coach=self.settings.coach, turn_timeout_s=self.settings.turn_timeout_s,
-        )
+        self.session = self.exchange.session
         self._show_methods()
         self._show_judging()
         retries = f"; {RETRY_KEY} retries a turn" if self.state.has_unfinished() else ""
@@ -450,7 +446,7 @@ class DebateScreen(MountedScreen):
     # ------------------------------------------------------------ the exchange's events
 
     @work(group="exchange")
-    async def _run_exchange(self, run: Callable[[Emit], Awaitable[Any]]) -> None:
+    async def _run_exchange(self, run: Callable[[Emit[TurnJudgment]], Awaitable[object]]) -> None:
         """Render the events of one call into the exchange; stopped, what it left running shows as
         cancelled, as the exchange stores it."""
         touched: list[Message] = []
@@ -474,7 +470,7 @@ class DebateScreen(MountedScreen):
             if not self._exchanges_running:
                 self._end_if_due()
 
-    def _show_event(self, event: ExchangeEvent, touched: list[Message]) -> None:
+    def _show_event(self, event: ExchangeEvent[TurnJudgment], touched: list[Message]) -> None:
         if isinstance(event, MessageStored):
             message = self.state.add_message(event.turn)
             if self.judging_off:
@@ -512,7 +508,7 @@ class DebateScreen(MountedScreen):
         self._show(self._streaming)
         return reply
 
-    def _follow(self, message: Message, event: ExchangeEvent) -> None:
+    def _follow(self, message: Message, event: ExchangeEvent[TurnJudgment]) -> None:
         """What an event changes of its message, and the status line."""
         if isinstance(event, BotProgress):
             progress = event.event
@@ -565,7 +561,7 @@ class DebateScreen(MountedScreen):
             message.grice_error = event.error
             self._say(Text(f"Grice judging failed: {event.error}", style="red"))
 
-    def _coach(self, event: CoachStarted | CoachScored | CoachFailed) -> None:
+    def _coach(self, event: CoachStarted | CoachScored[TurnJudgment] | CoachFailed) -> None:
         panel = self.query_one(CoachPanel)
         if isinstance(event, CoachStarted):
             panel.post_message(CoachPanel.Scoring())

@@ -1,4 +1,5 @@
-"""What screens may ask of the running app, as a protocol (screens do not import the shell)."""
+"""What screens may ask of the running app, as a protocol (screens do not import the shell):
+what a task may use of it (`TaskContext`), and what screens use besides."""
 
 from __future__ import annotations
 
@@ -7,16 +8,18 @@ from typing import TYPE_CHECKING, Protocol
 
 from textual.dom import DOMNode
 
-from engines.debate.settings import DebateSettings
-from engines.llm.client import LLMClient
-from engines.llm.profile import BackendProfile
-from engines.llm.status import BackendStatus
-from engines.retrieval.settings import RetrievalSettings
-from engines.retrieval.types import ProgressCallback, Retriever
+from engines.judging.context import TaskContext
 
 if TYPE_CHECKING:
-    from engines.retrieval.types import FactSource
-    from store import Database
+    from engines.debate.exchange import DebateExchange
+    from engines.debate.session import JudgingChoice
+    from engines.debate.settings import DebateSettings
+    from engines.llm.client import LLMClient
+    from engines.llm.status import BackendStatus
+    from engines.retrieval.settings import RetrievalSettings
+    from engines.retrieval.types import ProgressCallback
+    from engines.tasks.inspire_turns import TurnJudgment
+    from store.debates import Debate
 
 
 class ConfigPaths(Protocol):
@@ -32,35 +35,15 @@ class ShellConfig(Protocol):
     def paths(self) -> ConfigPaths: ...
 
 
-class Services(Protocol):
-    @property
-    def db(self) -> Database: ...
+class Services(TaskContext, Protocol):
+    """argtui's Runtime, as screens see it."""
 
     @property
     def config(self) -> ShellConfig:
         """Where the config file and the data directory are."""
         ...
 
-    async def client(self, name: str | None = None) -> LLMClient: ...
-
-    def profile(self, name: str | None = None) -> BackendProfile:
-        """A backend profile as configured (the default when None)."""
-        ...
-
     async def status(self, name: str | None = None) -> BackendStatus: ...
-
-    async def retriever(self, on_progress: ProgressCallback | None = None) -> Retriever: ...
-
-    def chosen_fact_source(self, source: str | None = None) -> str:
-        """The fact source `fact_source(source)` opens, as its name."""
-        ...
-
-    async def fact_source(self, source: str | None = None) -> FactSource:
-        """What the Coach checks claims against: the config's [inspire] facts, else the argument base."""
-        ...
-
-    @property
-    def data_dir(self) -> Path: ...
 
     @property
     def retrieval_settings(self) -> RetrievalSettings: ...
@@ -72,8 +55,11 @@ class Services(Protocol):
         """Every backend profile a judge can use (the embedded one included)."""
         ...
 
-    def dataset_path(self, name: str) -> Path | None:
-        """A dataset location from the config's [datasets] table (e.g. "touche-rad")."""
+    async def debate_exchange(
+        self, debate: Debate, client: LLMClient | None, *, no_model_reason: str = "",
+        choice: JudgingChoice | None = None, on_progress: ProgressCallback | None = None,
+    ) -> DebateExchange[TurnJudgment]:
+        """The exchange of a stored debate as the config sets it (the one `argtui debate --script` plays)."""
         ...
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 from rich.text import Text
@@ -17,9 +18,9 @@ from engines.debate.exchange import (
     BotProgress,
     CoachFailed,
     CoachScored,
-    DebateExchange,
     ExchangeDone,
     ExchangeEvent,
+    ExchangeResult,
     GriceFailed,
     GriceStored,
     LabellingFailed,
@@ -36,17 +37,19 @@ from engines.debate.opponent import (
     TurnFailed,
 )
 from engines.debate.records import DebateRecords
-from engines.debate.session import DEFAULT_GRICE_STRATEGY, DebateSession, JudgingChoice
+from engines.debate.session import DEFAULT_GRICE_STRATEGY, JudgingChoice
 from engines.errors import ArgtuiError
 from engines.inspire.coaching import coach_lines
 from engines.judging.task import canonical_variant, task
 from engines.llm.client import LLMClient
 from engines.output import OutputError, check_target, write_text_file
-from engines.tasks.debate_judges import TaskJudges
 from engines.terminal_text import VisibleControlsConsole, print_data
 from engines.timing import Stopwatch
 from store.debates import DebateRepository
 from store.students import StudentRepository
+
+if TYPE_CHECKING:
+    from engines.tasks.inspire_turns import TurnJudgment
 
 LEVEL_HELP = ", ".join(f"{level.number} {level.name.lower()}" for level in LEVELS)
 JUDGING_OFF = "no Grice judging and no component labels, nor the Coach (they need a model)"
@@ -176,18 +179,15 @@ async def _play(runtime: Runtime, args, lines: list[str]) -> int:
         if level.needs_model:
             raise ArgtuiError(f"{exc}\n--level 0 debates without a model") from None
         no_model = str(exc)
-    retriever = await runtime.retriever()
+    await runtime.retriever()  # first: an argument base that cannot open leaves no empty debate behind
     repository = DebateRepository(runtime.db)
     student = StudentRepository(runtime.db).get_or_add(args.student) if args.student else None
     debate = repository.create(args.claim, args.side, backend=profile.name, level=level.number,
                                student_id=student.id if student else None)
-    session = DebateSession(
-        repository, debate, client, retriever, no_model_reason=no_model,
-        choice=JudgingChoice(args.grice_strategy, args.component_method),
+    exchange = await runtime.debate_exchange(
+        debate, client, no_model_reason=no_model, choice=JudgingChoice(args.grice_strategy, args.component_method)
     )
-    exchange = DebateExchange(
-        session, TaskJudges(runtime, client) if client is not None else None, coach=runtime.debate_settings.coach
-    )
+    session = exchange.session
     bot_side = "con" if args.side == "pro" else "pro"
     err.print(f"debate {debate.id}: {args.claim!r}, student {args.side}, bot {bot_side}, "
               f"level {level.number} ({level.name})", markup=False)
@@ -267,7 +267,7 @@ class _ExchangePrinter:
         self.err, self.step_titles = err, step_titles
         self.stopwatch = Stopwatch()
         self.first_event_s = 0.0
-        self.result = None
+        self.result: ExchangeResult[TurnJudgment] | None = None
 
     def elapsed(self) -> float:
         return self.stopwatch.seconds
@@ -275,7 +275,7 @@ class _ExchangePrinter:
     def _line(self, text: str, **style) -> None:
         self.err.print(text, markup=False, highlight=False, **style)
 
-    def show(self, event: ExchangeEvent) -> None:
+    def show(self, event: ExchangeEvent[TurnJudgment]) -> None:
         if isinstance(event, BotProgress):
             self.first_event_s = self.first_event_s or self.elapsed()
             self._bot(event.event)

@@ -19,7 +19,7 @@ import asyncio
 import logging
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Protocol, Sequence
+from typing import AsyncIterator, Awaitable, Callable, Generic, Iterator, Protocol, Sequence, TypeVar
 
 from engines.debate.opponent import BotTurn, PipelineEvent, StepFailed, StepFinished, StepStarted, TurnFailed
 from engines.debate.records import ComponentRecord, GriceRecord, MetricRecord, StoredTurn
@@ -36,6 +36,10 @@ log = logging.getLogger("argtui.exchange")
 
 # ---------------------------------------------------------------- what judges a turn
 
+# What the Coach makes of a message: the inspire task's `TurnJudgment`, which lives above this
+# layer; the exchange and its events carry it as the judges type it.
+CoachJudgment = TypeVar("CoachJudgment")
+
 
 @dataclass(frozen=True)
 class StoredJudgment:
@@ -46,7 +50,7 @@ class StoredJudgment:
     items: tuple[str, ...]
 
 
-class LiveJudges(Protocol):
+class LiveJudges(Protocol[CoachJudgment]):
     """The judges of a debate's turns. Each stores its judgment in the judgment store and says where."""
 
     async def label(
@@ -62,9 +66,8 @@ class LiveJudges(Protocol):
         """The Grice maxims of a bot reply; `on_maxim` is told each maxim's judgment as it finishes."""
         ...
 
-    async def coach(self, debate_id: int, turn: StoredTurn) -> tuple[Any, float | None]:
-        """The Coach's score of a student message (the inspire task's `TurnJudgment`, which this
-        layer does not import) and the debate's overall score since."""
+    async def coach(self, debate_id: int, turn: StoredTurn) -> tuple[CoachJudgment, float | None]:
+        """The Coach's judgment of a student message and the debate's overall score since."""
         ...
 
 
@@ -160,9 +163,9 @@ class CoachStarted:
 
 
 @dataclass(frozen=True)
-class CoachScored:
+class CoachScored(Generic[CoachJudgment]):
     turn: StoredTurn
-    judgment: Any  # the inspire task's TurnJudgment
+    judgment: CoachJudgment
     debate_overall: float | None
 
 
@@ -185,7 +188,7 @@ class StepTiming:
 
 
 @dataclass
-class ExchangeResult:
+class ExchangeResult(Generic[CoachJudgment]):
     """What an exchange stored, once it is over."""
 
     user_turn: StoredTurn
@@ -194,24 +197,24 @@ class ExchangeResult:
     failure: TurnFailed | None = None
     judgment: GriceRecord | None = None
     components: list[ComponentRecord] = field(default_factory=list)
-    coach: Any = None  # the Coach's TurnJudgment of the message
+    coach: CoachJudgment | None = None  # the Coach's judgment of the message
     timings: list[StepTiming] = field(default_factory=list)  # in the order they ended
 
 
 @dataclass(frozen=True)
-class ExchangeDone:
-    result: ExchangeResult
+class ExchangeDone(Generic[CoachJudgment]):
+    result: ExchangeResult[CoachJudgment]
 
 
 ExchangeEvent = (
     MessageStored | ReplyStarted | BotProgress | ReplyStored | LabellingStarted | ComponentLabelled | LabelsStored
-    | LabellingFailed | GriceStarted | MaximJudged | GriceStored | GriceFailed | CoachStarted | CoachScored
-    | CoachFailed | ExchangeDone
-)
-Emit = Callable[[ExchangeEvent], None]
+    | LabellingFailed | GriceStarted | MaximJudged | GriceStored | GriceFailed | CoachStarted
+    | CoachScored[CoachJudgment] | CoachFailed | ExchangeDone[CoachJudgment]
+)  # generic: ExchangeEvent[TurnJudgment] is an event of an exchange whose Coach gives TurnJudgment
+Emit = Callable[[ExchangeEvent[CoachJudgment]], None]
 
 
-def _ignore(event: ExchangeEvent) -> None:
+def _ignore(event: ExchangeEvent[CoachJudgment]) -> None:
     pass
 
 
@@ -232,12 +235,12 @@ def one_line(error: BaseException | str) -> str:
 # ---------------------------------------------------------------- the orchestrator
 
 
-class DebateExchange:
+class DebateExchange(Generic[CoachJudgment]):
     """Runs a debate's exchanges on its session. `judges` None: nothing is judged (the session has
     no model, or the caller wants the reply alone); `coach` False: the Coach does not score."""
 
     def __init__(
-        self, session: DebateSession, judges: LiveJudges | None = None, *, coach: bool = True,
+        self, session: DebateSession, judges: LiveJudges[CoachJudgment] | None = None, *, coach: bool = True,
         turn_timeout_s: float | None = None, concurrent: bool = True,
     ):
         self.session = session
@@ -246,32 +249,36 @@ class DebateExchange:
         self.turn_timeout_s = turn_timeout_s
         self.concurrent = concurrent  # False: bot, Grice, labels one after the other, to compare
 
-    async def send(self, text: str, emit: Emit = _ignore) -> ExchangeResult:
+    async def send(self, text: str, emit: Emit[CoachJudgment] = _ignore) -> ExchangeResult[CoachJudgment]:
         """A new message and everything that follows it."""
         user_turn = self.session.add_user_message(text)
         emit(MessageStored(user_turn))
         return await self._run(user_turn, emit, label=True, answer=True, reply=None, coach=self.coach)
 
     async def again(
-        self, message: StoredTurn, reply: StoredTurn | None, *, label: bool, answer: bool, emit: Emit = _ignore
-    ) -> ExchangeResult:
+        self, message: StoredTurn, reply: StoredTurn | None, *, label: bool, answer: bool,
+        emit: Emit[CoachJudgment] = _ignore,
+    ) -> ExchangeResult[CoachJudgment]:
         """A turn run again: the message labelled again (`label`), the bot answering it again
         (`answer`: in the place of `reply`, failed or cancelled, or anew where there is none)."""
         return await self._run(message, emit, label=label, answer=answer, reply=reply, coach=False)
 
-    async def judge(self, replies: Sequence[StoredTurn], emit: Emit = _ignore) -> None:
+    async def judge(self, replies: Sequence[StoredTurn], emit: Emit[CoachJudgment] = _ignore) -> None:
         """The Grice judgments an earlier session left undone."""
         for reply in replies:
             await self._grice(reply, emit, _Clock())
 
-    def events(self, run: Callable[[Emit], Awaitable[Any]]) -> AsyncIterator[ExchangeEvent]:
+    def events(
+        self, run: Callable[[Emit[CoachJudgment]], Awaitable[object]]
+    ) -> AsyncIterator[ExchangeEvent[CoachJudgment]]:
         """The events of `run` (e.g. `lambda emit: exchange.send(text, emit)`) as an async iterator;
         closing it early cancels the work."""
         return _iterate(run)
 
     async def _run(
-        self, message: StoredTurn, emit: Emit, *, label: bool, answer: bool, reply: StoredTurn | None, coach: bool
-    ) -> ExchangeResult:
+        self, message: StoredTurn, emit: Emit[CoachJudgment], *, label: bool, answer: bool, reply: StoredTurn | None,
+        coach: bool,
+    ) -> ExchangeResult[CoachJudgment]:
         clock = _Clock()
         result = ExchangeResult(message, timings=clock.timings)
         judging = self.judges is not None
@@ -298,7 +305,8 @@ class DebateExchange:
         return result
 
     async def _reply(
-        self, message: StoredTurn, again: StoredTurn | None, emit: Emit, clock: _Clock, result: ExchangeResult
+        self, message: StoredTurn, again: StoredTurn | None, emit: Emit[CoachJudgment], clock: _Clock,
+        result: ExchangeResult[CoachJudgment],
     ) -> None:
         turn = self.session.start_reply(again=again)
         emit(ReplyStarted(message, turn, self.turn_timeout_s))
@@ -311,13 +319,15 @@ class DebateExchange:
         result.bot_turn, result.bot, result.failure = stored, bot, failure
         emit(ReplyStored(stored, bot, failure))
 
-    async def _grice_reply(self, result: ExchangeResult, emit: Emit, clock: _Clock, replying: asyncio.Task) -> None:
+    async def _grice_reply(
+        self, result: ExchangeResult[CoachJudgment], emit: Emit[CoachJudgment], clock: _Clock, replying: asyncio.Task
+    ) -> None:
         """The reply's Grice judgment, once it is stored."""
         await asyncio.wait([replying])
         if result.bot is not None:
             result.judgment = await self._grice(result.bot_turn, emit, clock)
 
-    async def _grice(self, turn: StoredTurn, emit: Emit, clock: _Clock) -> GriceRecord | None:
+    async def _grice(self, turn: StoredTurn, emit: Emit[CoachJudgment], clock: _Clock) -> GriceRecord | None:
         if self.judges is None:
             return None
         strategy = self.session.choice.grice_strategy
@@ -336,7 +346,8 @@ class DebateExchange:
         return record
 
     async def _label(
-        self, turn: StoredTurn, emit: Emit, clock: _Clock, result: ExchangeResult, after: Sequence[asyncio.Task]
+        self, turn: StoredTurn, emit: Emit[CoachJudgment], clock: _Clock, result: ExchangeResult[CoachJudgment],
+        after: Sequence[asyncio.Task],
     ) -> None:
         """The message's state follows the labelling, so a relaunch knows one that was cancelled or failed."""
         records = self.session.records
@@ -363,7 +374,8 @@ class DebateExchange:
         emit(LabelsStored(turn, stored, tuple(components)))
 
     async def _coach(
-        self, turn: StoredTurn, emit: Emit, clock: _Clock, result: ExchangeResult, after: Sequence[asyncio.Task]
+        self, turn: StoredTurn, emit: Emit[CoachJudgment], clock: _Clock, result: ExchangeResult[CoachJudgment],
+        after: Sequence[asyncio.Task],
     ) -> None:
         emit(CoachStarted(turn))
         if after:
@@ -422,8 +434,10 @@ class _Clock:
         self.timings.append(StepTiming(name, start, self.now(), meter.usage))
 
 
-async def _iterate(run: Callable[[Emit], Awaitable[Any]]) -> AsyncIterator[ExchangeEvent]:
-    queue: asyncio.Queue[ExchangeEvent | None] = asyncio.Queue()
+async def _iterate(
+    run: Callable[[Emit[CoachJudgment]], Awaitable[object]]
+) -> AsyncIterator[ExchangeEvent[CoachJudgment]]:
+    queue: asyncio.Queue[ExchangeEvent[CoachJudgment] | None] = asyncio.Queue()
 
     async def work() -> None:
         try:

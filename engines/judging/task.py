@@ -24,14 +24,12 @@ from pathlib import Path
 from typing import Any, ClassVar, Mapping, Protocol, Sequence, runtime_checkable
 
 from engines.errors import ArgtuiError
+from engines.judging.context import TaskContext
 from engines.judging.digest import content_digest
 from engines.judging.options import Option, TaskOptions
 from engines.judging.verdict import JudgeId, Verdict
 from engines.judging.verify import StoredAnswers, Verification
 from engines.llm.client import LLMClient
-from engines.llm.profile import BackendProfile
-from engines.retrieval.types import FactSource, ProgressCallback, Retriever
-from store.db import Database
 
 StoredJudgment = tuple[str, "str | None", Verdict]  # an item's key, its reference and the judge's verdict
 
@@ -110,40 +108,6 @@ class TaskReport:
     tables: tuple[ReportTable, ...] = ()
     notes: tuple[str, ...] = ()
     data: dict[str, Any] = field(default_factory=dict)
-
-
-class TaskContext(Protocol):
-    """What a task may use of the application (argtui's Runtime is one)."""
-
-    @property
-    def db(self) -> Database: ...
-
-    @property
-    def data_dir(self) -> Path: ...
-
-    def dataset_path(self, name: str) -> Path | None: ...
-
-    def profile(self, name: str | None = None) -> BackendProfile:
-        """A backend profile as configured (the default when None): a task's option may name one."""
-        ...
-
-    async def client(self, name: str | None = None) -> LLMClient:
-        """The client of a backend profile, for a task whose roles run on backends of their own."""
-        ...
-
-    async def retriever(self, on_progress: ProgressCallback | None = None) -> Retriever:
-        """The configured argument base, for a task that checks text against it."""
-        ...
-
-    def chosen_fact_source(self, source: str | None = None) -> str:
-        """The fact source `fact_source(source)` opens, as its name (`source`, else the configured one,
-        else the argument base)."""
-        ...
-
-    async def fact_source(self, source: str | None = None) -> FactSource:
-        """What claims are checked against: `source` (see `engines.inspire.fact_sources`), else the
-        configured one, else the argument base."""
-        ...
 
 
 @runtime_checkable

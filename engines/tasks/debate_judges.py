@@ -26,6 +26,7 @@ from engines.judging.task import TaskContext, TaskItem, default_options
 from engines.llm.client import LLMClient
 from engines.tasks.components import TASK as COMPONENTS, label_text
 from engines.tasks.grice import TASK as GRICE, GriceItem
+from engines.tasks.inspire_turns import TurnJudgment
 
 
 def live_component_options() -> Any:
@@ -79,7 +80,7 @@ class TaskJudges:
         await asyncio.to_thread(JudgmentStore(self.ctx.db, GRICE.name).save, judge, [(item, verdict)])
         return StoredJudgment(GRICE.name, judge.name, (item.key,)), GriceRecord.of_verdict(verdict)
 
-    async def coach(self, debate_id: int, turn: StoredTurn) -> tuple[Any, float | None]:
+    async def coach(self, debate_id: int, turn: StoredTurn) -> tuple[TurnJudgment, float | None]:
         # The inspire task loads numpy and the retriever's checks: imported with the first score.
         from engines.tasks.inspire import TASK as INSPIRE
 
