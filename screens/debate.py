@@ -32,6 +32,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Header, Input, OptionList, Static, TabbedContent, TabPane, Tabs
 
+from engines.components.segmentation import segment
 from engines.components.types import METHODS as COMPONENT_METHODS
 from engines.debate.levels import LEVELS, OpponentLevel, get_level
 from engines.debate.messages import count_words, split_message, trim_message
@@ -458,6 +459,7 @@ class DebateScreen(MountedScreen):
         except asyncio.CancelledError:
             self._streaming = None
             for message in touched:
+                message.grice_started = None  # its judging stopped too
                 if message.state == TurnState.RUNNING:
                     message.cancel()
                     self._redraw(self._view_of(message))
@@ -542,6 +544,7 @@ class DebateScreen(MountedScreen):
         elif isinstance(event, LabellingStarted):
             message.begin()
             message.labels_after_reply = event.after_reply
+            message.components_total = len(segment(event.turn.content))  # what the labelling labels
         elif isinstance(event, ComponentLabelled):
             message.components = sorted([*(message.components or []), event.component], key=lambda c: c.span.start)
         elif isinstance(event, LabelsStored):
@@ -549,16 +552,17 @@ class DebateScreen(MountedScreen):
         elif isinstance(event, LabellingFailed):
             message.state, message.status, message.components = TurnState.FAILED, event.error, None
         elif isinstance(event, GriceStarted):
-            message.grice, message.grice_error = GriceRecord(strategy=event.strategy), ""  # no maxim yet: "judging…"
+            message.grice, message.grice_error = GriceRecord(strategy=event.strategy), ""  # no maxim yet: "Grice 0 of 4"
+            message.grice_started = time.perf_counter()
         elif isinstance(event, MaximJudged):
             judged = message.grice  # GriceStarted came first
             message.grice = judged.model_copy(update={"metrics": {**judged.metrics, event.metric.metric: event.metric}})
         elif isinstance(event, GriceStored):
-            message.grice = event.result
+            message.grice, message.grice_started = event.result, None
             self._say(Text(f"judged ({grice_strategy_title(event.result.strategy)}) in "
                            f"{event.result.seconds:.1f} s, {event.result.calls} calls"))
         elif isinstance(event, GriceFailed):
-            message.grice_error = event.error
+            message.grice_error, message.grice_started = event.error, None
             self._say(Text(f"Grice judging failed: {event.error}", style="red"))
 
     def _coach(self, event: CoachStarted | CoachScored[TurnJudgment] | CoachFailed) -> None:
@@ -578,7 +582,7 @@ class DebateScreen(MountedScreen):
 
     def _tick(self) -> None:
         """Running work shows its spinner and clocks move, also while a step is silent."""
-        for message in self.state.working():
+        for message in [*self.state.working(), *self.state.judging()]:
             view = self._view_of(message)
             if view is not None:
                 view.refresh()

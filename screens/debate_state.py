@@ -89,6 +89,8 @@ class Message:
     reply: Message | None = None
     answers: Message | None = None
     labels_after_reply: bool = False  # a student message: its labelling waits for the reply
+    components_total: int = 0  # a student message being labelled: the components its labelling has
+    grice_started: float | None = None  # a bot reply: when the Grice judging running now began (None: none runs)
     judging_off: str = ""  # why it is not judged (no labels, no Grice), where no model answers
 
     def __post_init__(self) -> None:
@@ -178,6 +180,10 @@ class Message:
         doing = f"{self.step_titles.get(step, step)} {time.perf_counter() - self.step_started:.0f} s"
         return f"{doing} · {drafting_text(self.drafting)}" if self.drafting is not None else doing
 
+    def grice_seconds(self) -> float | None:
+        """How long the Grice judging running now has taken (None: none runs)."""
+        return time.perf_counter() - self.grice_started if self.grice_started is not None else None
+
     def clock(self) -> str:
         """Seconds since the work began, over its deadline if it has one."""
         elapsed = f"{time.perf_counter() - self.started:.0f}"
@@ -231,6 +237,10 @@ class DebateState:
     def working(self) -> list[Message]:
         """The messages being worked on: the bot answering, messages being labelled."""
         return [message for message in self.messages if message.state == TurnState.RUNNING]
+
+    def judging(self) -> list[Message]:
+        """The bot replies whose Grice maxims are being judged."""
+        return [message for message in self.messages if message.grice_started is not None]
 
     def message_of(self, turn_id: int) -> Message | None:
         """The message of a stored turn."""

@@ -462,3 +462,22 @@ def read_only_mount(folder: Path) -> Iterator[Path]:
         yield folder
     finally:
         subprocess.run(["umount", "--lazy", str(folder)], capture_output=True)
+
+
+class Gate:
+    """Holds the answers to the requests `holds(body)` picks until `open()` (or `timeout_s`, so a failed
+    test never leaves a server thread waiting); the others are answered by `answer` at once."""
+
+    def __init__(self, answer: Callable[[dict], Reply], holds: Callable[[dict], bool], timeout_s: float = 120.0):
+        self.answer, self.holds, self.timeout_s = answer, holds, timeout_s
+        self._open = threading.Event()
+        self.held = 0  # requests that waited at the gate
+
+    def open(self) -> None:
+        self._open.set()
+
+    def __call__(self, body: dict) -> Reply:
+        if self.holds(body):
+            self.held += 1
+            self._open.wait(self.timeout_s)
+        return self.answer(body)

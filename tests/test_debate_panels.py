@@ -126,13 +126,13 @@ async def test_the_reply_line_and_the_grice_tab_show_each_maxim_as_it_is_judged(
                     timeout_s=60)
         await pilot.pause()
         line = shown(reply.render())
-        assert "judging 1 more…" in line
+        assert f"Grice {len(others)} of {len(METRICS)} · " in line
         assert all(f"{QUESTIONS[metric].maxim}? yes" in line for metric in others)
         assert f"{QUESTIONS[SLOW].maxim}?" not in line
         tab = shown(panel.content)
         assert "Relation" in tab and "judging…" in tab and tab.count("  yes") == len(others)
 
-        await until(pilot, lambda: "judging" not in shown(reply.render()), timeout_s=60)
+        await until(pilot, lambda: reply.message.grice_started is None, timeout_s=60)
         await pilot.pause()
         assert all(f"{QUESTIONS[metric].maxim}? yes" in shown(reply.render()) for metric in METRICS)
         tab = shown(panel.content)

@@ -222,7 +222,7 @@ async def test_reopening_shows_a_turn_left_running_as_cancelled_and_retry_runs_i
         user, bot = screen.query(MessageView)
         assert (user.message.state, bot.message.state) == ("cancelled", "cancelled")
         assert "cancelled · Ctrl+R runs the turn again" in shown(bot) and "labelling cancelled" in shown(user)
-        assert "labelling components" not in shown(user)
+        assert "Labels " not in shown(user)
         assert "Ctrl+R retries" in str(screen.query_one("#status", Static).render())
         await pilot.press("ctrl+r")
         await until(pilot, lambda: bot.message.state == "done" and user.message.state == "done", 30)

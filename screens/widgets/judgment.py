@@ -16,16 +16,19 @@ from screens.glossary import grice_strategy_title, maxim_title
 ANSWER_STYLES = {"yes": "green", "no": "red"}  # an invalid answer is yellow
 
 
-def grice_line(result: GriceRecord | None, failure: str = "") -> Text:
-    """`Grice: informative? yes 0.80  truthful? no 0.30 …` (P(yes) dim), each maxim as it is judged, and
-    how many are still judged, or why the judging failed."""
+def grice_line(result: GriceRecord | None, failure: str = "", seconds: float | None = None) -> Text:
+    """`Grice: informative? yes 0.80  truthful? no 0.30 …` (P(yes) dim), each maxim as it is judged; while
+    some are still judged, led by how many are done and the `seconds` the judging has taken so far
+    (`Grice 2 of 4 · 40 s: …`; None: none is judged now); or why the judging failed."""
     if failure:
         return Text(f"Grice: judging failed: {failure}", style="red")
-    if result is None or not result.metrics:
-        return Text("Grice: judging…", style="dim")
-    text = Text("Grice: ", style="bold")
+    judged = result.metrics if result is not None else {}
+    done = sum(metric in judged for metric in METRICS)
+    text = Text("Grice: ", style="bold") if done == len(METRICS) else Text.assemble(
+        (f"Grice {done} of {len(METRICS)}", "bold"), (f" · {seconds:.0f} s" if seconds is not None else "", "dim"),
+        ": " if done else "")
     for metric in METRICS:
-        judgment = result.metrics.get(metric)
+        judgment = judged.get(metric)
         if judgment is None:
             continue
         text.append(f"{QUESTIONS[metric].maxim}? ", style="bold")
@@ -33,9 +36,6 @@ def grice_line(result: GriceRecord | None, failure: str = "") -> Text:
         if judgment.p_yes is not None:
             text.append(f" {judgment.p_yes:.2f}", style="dim")
         text.append("  ")
-    waiting = sum(metric not in result.metrics for metric in METRICS)
-    if waiting:
-        text.append(f"judging {waiting} more…", style="dim")
     return text
 
 

@@ -71,7 +71,7 @@ class MessageView(Static, can_focus=True):
         if m.turn is not None and m.turn.length_action:
             parts.append(Text(f"(reply over 60 words: {m.turn.length_action})", style="dim italic"))
         parts.append(Text(f"Grice: not judged, {m.judging_off}", style="dim") if m.judging_off
-                     else grice_line(m.grice, m.grice_error))
+                     else grice_line(m.grice, m.grice_error, m.grice_seconds()))
         return Group(*parts)
 
     def _labelling_line(self) -> Text | None:
@@ -82,7 +82,8 @@ class MessageView(Static, can_focus=True):
         if m.state == TurnState.RUNNING and waits:
             return Text("components follow the reply", style="dim")
         if m.state == TurnState.RUNNING:
-            return Text(f"{spinner(m.started)} labelling components · {m.clock()}", style="dim")
+            done = len(m.components or [])
+            return Text(f"{spinner(m.started)} Labels {done} of {m.components_total} · {m.clock()}", style="dim")
         if m.state == TurnState.FAILED:
             why = f": {m.status}" if m.status else ""
             return Text(f"labelling failed{why} · {RETRY_KEY} labels it again", style="yellow")

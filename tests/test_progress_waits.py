@@ -1,0 +1,78 @@
+"""Every wait shows what is done and for how long: the Debate screen's Grice judging and labelling
+count their maxims and components as they finish while their clock ticks, the student's message
+shows before the bot answers; `argtui components` says its progress on stderr, never on --json's stdout;
+on the embedded model it labels with the Debate screen's method, and a method whose answers cannot fit
+the model's context is refused before any request."""
+
+from __future__ import annotations
+
+import re
+
+from textual.widgets import Input
+
+from engines.grice.questions import METRICS
+from fakes import Gate, chat_reply
+from screens.debate import DebateScreen, MessageView
+from test_debate_panels import SLOW, asks, debate_app, new_debate, send, shown
+
+FIRST = "School uniforms reduce bullying because nobody is mocked for their clothes."
+SECOND = "Parents also save money when every child wears the same simple clothes."
+
+
+def seconds_shown(line: str, what: str) -> int | None:
+    """The seconds a `what N of M · S s` progress reads (None: it is not shown)."""
+    found = re.search(rf"{what} \d+ of \d+ · (\d+)(?:/\d+)? s", line)
+    return int(found.group(1)) if found else None
+
+
+async def test_the_reply_line_counts_the_maxims_judged_and_the_seconds_while_one_is_held(
+        argtui_home, fake_server, until):
+    gate = Gate(lambda body: chat_reply("yes"), lambda body: asks(body, SLOW))
+    fake_server.answer = gate
+    async with debate_app(fake_server).run_test(size=(120, 40)) as pilot:
+        try:
+            _screen, _message, reply = await send(pilot, argtui_home, until)
+            done = f"Grice {len(METRICS) - 1} of {len(METRICS)}"
+            await until(pilot, lambda: done in shown(reply.render()), timeout_s=120)
+            assert reply.message.grice is not None and SLOW not in reply.message.grice.metrics  # still held
+            assert gate.held >= 1
+            # The clock moves while nothing else does.
+            first = seconds_shown(shown(reply.render()), "Grice")
+            assert first is not None
+            await until(pilot, lambda: (seconds_shown(shown(reply.render()), "Grice") or 0) > first, timeout_s=30)
+            assert done in shown(reply.render())
+        finally:
+            gate.open()
+        await until(pilot, lambda: reply.message.grice_started is None, timeout_s=60)
+        await pilot.pause()
+        line = shown(reply.render())
+        assert " of " not in line and line.count("? yes") == len(METRICS)
+
+
+async def test_the_message_counts_its_components_labelled_while_one_is_held_and_shows_at_once(
+        argtui_home, fake_server, until):
+    gate = Gate(lambda body: chat_reply("Premise"),
+                lambda body: f"<TARGET>{SECOND.split()[0]}" in str(body["messages"][-1].get("content")))
+    fake_server.answer = gate
+    async with debate_app(fake_server).run_test(size=(120, 40)) as pilot:
+        try:
+            await pilot.app.push_screen(DebateScreen(new_debate(argtui_home, "fake")))
+            screen = pilot.app.screen
+            await until(pilot, lambda: screen.session is not None, timeout_s=300)
+            # One answer a component: the last of the three (the first sentence holds two) waits at the gate.
+            screen.choice.component_method = "vanilla"
+            screen.query_one("#message", Input).value = f"{FIRST} {SECOND}"
+            await pilot.press("enter")
+            # The student's message is on screen at once, before any reply is.
+            await until(pilot, lambda: len(screen.query(MessageView)) >= 1)
+            first_view = screen.query(MessageView).first()
+            assert first_view.message.role == "user" and FIRST in shown(first_view.render())
+            await until(pilot, lambda: "Labels 2 of 3" in shown(first_view.render()), timeout_s=120)
+            assert first_view.message.components is not None and len(first_view.message.components) == 2
+            assert seconds_shown(shown(first_view.render()), "Labels") is not None
+        finally:
+            gate.open()
+        await until(pilot, lambda: first_view.message.state == "done", timeout_s=60)
+        await pilot.pause()
+        assert "Labels" not in shown(first_view.render())
+        assert [c.label for c in first_view.message.components] == ["Premise"] * 3
