@@ -13,6 +13,7 @@ import json
 import random
 import tempfile
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, AsyncIterator, Collection, Sequence
 
@@ -131,9 +132,17 @@ class ProbeContext:
     datasets (a task's built-in items), the probe as every profile's client, and fact sources that
     find nothing. Which fact source a judge checks against is in its options' identity."""
 
-    db: Database
     data_dir: Path
     probe: RequestProbe
+
+    @cached_property
+    def db(self) -> Database:
+        """Made on first use: creating the tables takes a tenth of a second, which most judges never need."""
+        return Database(self.data_dir / "probe.sqlite3")
+
+    def close(self) -> None:
+        if "db" in vars(self):
+            self.db.close()
 
     def dataset_path(self, name: str) -> Path | None:
         return None
@@ -177,10 +186,9 @@ async def requests_digest(task: Task, client: LLMClient, variant: str, options: 
 
 async def _probe(task: Task, profile: BackendProfile, model: str, variant: str, options: Any) -> str:
     with tempfile.TemporaryDirectory(prefix="argtui-probe-") as folder:
-        db = Database(Path(folder) / "probe.sqlite3")
-        try:
-            async with RequestProbe(profile, model) as probe:
-                ctx = ProbeContext(db, Path(folder), probe)
+        async with RequestProbe(profile, model) as probe:
+            ctx = ProbeContext(Path(folder), probe)
+            try:
                 item = await asyncio.to_thread(probe_item, task, ctx, options)
                 try:
                     async with asyncio.timeout(PROBE_TIMEOUT_S):
@@ -193,6 +201,6 @@ async def _probe(task: Task, profile: BackendProfile, model: str, variant: str, 
                         "without a server: its identity cannot be taken"
                     ) from None
                 requests = sorted(probe.requests, key=digest)
-        finally:
-            db.close()
+            finally:
+                ctx.close()
     return digest([model, requests], 8)
