@@ -151,3 +151,29 @@ async def test_a_bare_protocol_task_is_a_new_judge_when_its_private_prompt_text_
         )
         assert fake.bodies == []
     assert before.prompts and before.prompts != after.prompts and before.name != after.name
+
+
+class AskingForeverTask(BareToyTask):
+    """A judge whose loop never ends on the answers it gets."""
+
+    name = "toy-asking-forever"
+
+    async def judge(self, ctx, item, variant, client, options):
+        asked = 0
+        while True:
+            asked += 1
+            await client.chat([{"role": "user", "content": f"Question {asked}: is {item.body} odd?"}])
+
+
+async def test_a_judge_that_never_stops_asking_is_digested_by_its_first_requests(monkeypatch):
+    task = AskingForeverTask()
+    with FakeServer([chat_reply("yes")]) as fake:
+        async with LLMClient(fake.profile()) as client:
+            first = await judge_id(task, client, "plain", TaskOptions())
+            monkeypatch.setattr(identity, "_known", {})
+            assert await judge_id(task, client, "plain", TaskOptions()) == first
+            monkeypatch.setattr(identity, "PROBE_MAX_REQUESTS", 10)
+            monkeypatch.setattr(identity, "_known", {})
+            fewer = await judge_id(task, client, "plain", TaskOptions())
+        assert fake.bodies == []
+    assert first.prompts and fewer.prompts != first.prompts

@@ -24,7 +24,7 @@ from engines.llm.adapters import ADAPTERS, Constraint, json_schema_format
 from engines.llm.client import LLMClient, Message
 from engines.llm.profile import BackendProfile, Sampling
 from engines.llm.types import Completion, StreamEvent, Usage
-from engines.retrieval.types import FACT_SOURCE_BASE, Argument, FactSource, Hit, ProgressCallback
+from engines.retrieval.types import FACT_SOURCE_BASE, FactSource, Hit, ProgressCallback
 from store import Database
 
 # A judge asks a few dozen requests of one item; a task that keeps asking (its loop never ends on
@@ -87,6 +87,8 @@ class RequestProbe(LLMClient):
             raise _Enough
         self.requests.append(body)
 
+    # Where the client takes an answer from the cache or the server: the request is whole here and
+    # its constraint still known, and every public call (choose, structured, samples) comes through.
     async def _answers(
         self,
         messages: Sequence[Message],
@@ -119,9 +121,6 @@ class _NoPassages:
     name = "probe"
 
     async def search(self, query: str, *, k: int = 2, exclude: Collection[str] = (), **filters: Any) -> list[Hit]:
-        return []
-
-    async def get(self, ids: Sequence[str]) -> list[Argument]:
         return []
 
 
