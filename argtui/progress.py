@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Callable, Iterator, Protocol
 
 from rich.console import Console
@@ -27,6 +28,17 @@ class Counts(Protocol):
 
     @property
     def resumed(self) -> int: ...
+
+
+@dataclass
+class StepCounts:
+    """The steps of one command done so far (a text's components, a ballot's judgments): what the bar
+    reads where no batch run counts them."""
+
+    total: int
+    done: int = 0
+    invalid: int = 0
+    resumed: int = 0  # a command judging one thing resumes nothing
 
 
 @contextmanager

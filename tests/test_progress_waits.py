@@ -6,13 +6,20 @@ the model's context is refused before any request."""
 
 from __future__ import annotations
 
+import json
 import re
 
 from textual.widgets import Input
 
+from argtui.cli import main
+from argtui.config import load_config
+from engines.components.records import labelled_documents
 from engines.grice.questions import METRICS
+from engines.llm.embedded import EMBEDDED_MODEL_NAME
 from fakes import Gate, chat_reply
 from screens.debate import DebateScreen, MessageView
+from store import Database
+from test_components_llm import PARAGRAPH, llama_env  # noqa: F401 (a fixture)
 from test_debate_panels import SLOW, asks, debate_app, new_debate, send, shown
 
 FIRST = "School uniforms reduce bullying because nobody is mocked for their clothes."
@@ -76,3 +83,30 @@ async def test_the_message_counts_its_components_labelled_while_one_is_held_and_
         await pilot.pause()
         assert "Labels" not in shown(first_view.render())
         assert [c.label for c in first_view.message.components] == ["Premise"] * 3
+
+
+def test_components_on_the_embedded_model_labels_with_the_debate_method_and_says_its_progress_on_stderr(
+        llama_env, capsys, argtui_home):
+    assert main(["components", PARAGRAPH, "--json"]) == 0  # no --method: the backend's
+    out, err = capsys.readouterr()
+    components = json.loads(out)  # stdout holds the JSON alone
+    assert len(components) == 3 and {c["method"] for c in components} == {"vanilla"}
+    assert "Labelling (vanilla)" in err
+    assert all(f"[{done}/3] " in err for done in (1, 2, 3))
+    db = Database(argtui_home / "data" / "argtui.sqlite3")
+    [entry] = labelled_documents(db)
+    assert " vanilla #" in entry.judge.name
+    db.close()
+
+
+def test_a_method_whose_answers_overflow_the_context_is_refused_before_any_request(fake_server, capsys):
+    load_config().add_backend(fake_server.profile(kind="llamacpp", model=EMBEDDED_MODEL_NAME, context=4096),
+                              make_default=True)
+    assert main(["components", PARAGRAPH, "--method", "mad"]) == 1
+    err = capsys.readouterr().err
+    # The batch limits: 4 debate turns of 2,048 tokens the Judge reads, and its 4,096.
+    assert "--method mad does not fit" in err and "12,288 tokens" in err and "context is 4,096 tokens" in err
+    assert fake_server.bodies == []
+    # Short answers fit: labelled as a debate labels.
+    assert main(["components", PARAGRAPH, "--method", "mad", "--turn-tokens", "96", "--judge-tokens", "96"]) == 0
+    assert fake_server.bodies

@@ -106,6 +106,12 @@ def managed_settings(profile: BackendProfile) -> EmbeddedSettings:
     )
 
 
+def context_tokens(profile: BackendProfile) -> int | None:
+    """The tokens one request may hold on the profile's server: its `context`, else the context per
+    slot argtui starts a managed server with (None: not known)."""
+    return profile.context or (managed_settings(profile).context_per_slot if profile.managed else None)
+
+
 def reproducibility(profile: BackendProfile) -> str:
     """Whether a fresh run with the same seed gives the same numbers on this profile's server, as a
     run records it. llama-server computes the requests of its slots in one batch, and how requests
