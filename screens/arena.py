@@ -34,14 +34,14 @@ from textual.widgets import Footer, Header, Select, SelectionList, Static
 from textual.worker import Worker, WorkerState
 
 from engines.errors import ArgtuiError
-from engines.judging.evaluate import judge_id
+from engines.judging.judge_one import JudgedItem, judge_one
 from engines.judging.options import TaskOptions
 from engines.judging.panel import combine
 from engines.judging.store import JudgmentStore, arena_key
 from engines.judging.task import ItemSide, Task, TaskItem, default_options, tasks
 from engines.judging.verdict import PANEL, JudgeId, Verdict
 from engines.llm.types import Usage, UsageMeter
-from engines.timing import Stopwatch, timed
+from engines.timing import Stopwatch
 from screens.demo_notice import DemoNotice
 from screens.glossary import titled_variant, variant_short
 from screens.modes import Mode
@@ -518,32 +518,32 @@ class ArenaScreen(StepsBack):
                 card.show_error(f"the judge failed unexpectedly: {type(error).__name__}: {error}")
 
     async def _judge(self, card: JudgeCard, meter: UsageMeter, task: Task, item: TaskItem) -> None:
-        """One column's answer; `meter` counts the LLM answers of this column only (each worker is a
-        task of its own), which its card shows while it waits."""
+        """One column's answer, shown as soon as it comes and stored as an Arena item of its judge;
+        `meter` counts the LLM answers of this column only (each worker is a task of its own), which
+        its card shows while it waits."""
+        answered = False
+
+        async def show(judged: JudgedItem) -> None:
+            nonlocal answered
+            answered = True
+            if item is self.item:
+                card.show_answer(judged.verdict)
+                card.judge = judged.judge
+                await self._answer_panels(task, item)
+
         try:
             context = services(self)
             card.show_doing("waiting for the backend")  # an embedded server may take a while to start
             client = await context.client(card.column.profile)
             card.show_doing("judging")
-            options = self.task_options or default_options(task)
             with meter.counting():
-                answer, seconds = await timed(task.judge(context, item, card.column.variant, client, options))
-            answer = answer.model_copy(update={"seconds": seconds})  # timed as a run times its items
-        except ArgtuiError as exc:
-            if item is self.item:
+                await judge_one(context, task, client, card.column.variant, self.task_options or default_options(task),
+                                item, store_as=arena_key(item.key), on_answer=show)
+        except (ArgtuiError, StoreError) as exc:
+            if answered:
+                self.notify(f"Answer of {card.full_title} not stored: {exc}", severity="error", markup=False)
+            elif item is self.item:
                 card.show_error(str(exc))
-            return
-        if item is self.item:
-            card.show_answer(answer)
-        try:
-            judge = await judge_id(task, client, card.column.variant, options)
-        except ArgtuiError as exc:
-            self.notify(f"Answer of {card.full_title} not stored: {exc}", severity="error", markup=False)
-            return
-        if item is self.item:
-            card.judge = judge
-            await self._answer_panels(task, item)
-        await self._store(card.full_title, task, item, judge, answer)
 
     async def _answer_panels(self, task: Task, item: TaskItem) -> None:
         """Every panel card not yet answered whose judges all have: their answers combined, shown
@@ -558,15 +558,12 @@ class ArenaScreen(StepsBack):
             answer = combine(task, judged)
             panel.show_answer(answer)
             panel.judge = JudgeId.of_panel([judge for judge, _ in judged])
-            await self._store(panel.full_title, task, item, panel.judge, answer)
-
-    async def _store(self, title: str, task: Task, item: TaskItem, judge: JudgeId, answer: Verdict) -> None:
-        store = JudgmentStore(services(self).db, task.name)
-        try:
-            # A write may wait for the database lock.
-            await asyncio.to_thread(store.save, judge, [(replace(item, key=arena_key(item.key)), answer)])
-        except (ArgtuiError, StoreError) as exc:
-            self.notify(f"Answer of {title} not stored: {exc}", severity="error", markup=False)
+            store = JudgmentStore(services(self).db, task.name)
+            try:
+                # A write may wait for the database lock.
+                await asyncio.to_thread(store.save, panel.judge, [(replace(item, key=arena_key(item.key)), answer)])
+            except (ArgtuiError, StoreError) as exc:
+                self.notify(f"Answer of {panel.full_title} not stored: {exc}", severity="error", markup=False)
 
 
 MODE = Mode(

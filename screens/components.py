@@ -192,7 +192,7 @@ class ComponentsScreen(Screen):
         try:
             client = await services(self).client(backend_name(self))
             _, results = await label_text(
-                services(self).db, client, text, method, default_options(TASK), spans, on_component
+                services(self), client, text, method, default_options(TASK), spans, on_component
             )
         except ArgtuiError as exc:  # the backend failed: say so, keep the screen
             self.notify(str(exc), title="Labelling stopped", severity="error", markup=False)

@@ -39,8 +39,7 @@ def variant_name(task: str, code: str) -> VariantName:
         found = registry.task(task)
     except UnknownTask:
         found = None
-    named = getattr(found, "variant_name", None)  # a task of the bare protocol names none
-    return named(code) if named is not None else VariantName(code, code, "")
+    return found.variant_name(code) if found is not None else VariantName(code, code, "")
 
 
 def variant_title(task: str, code: str) -> str:
@@ -68,8 +67,8 @@ def component_method_title(code: str) -> str:
 @dataclass(frozen=True)
 class JudgeName:
     """How a stored judge is shown, from its structured identity: `model@profile variant [pool] [#digest]`.
-    The variant's first word is the code, perhaps qualified ("few/runs3@t1": the pairwise mode,
-    "mad/seed2"); what follows it (a Grice example pool) and the digest tell judges of one code apart."""
+    The variant is its code, perhaps qualified ("few/runs3@t1": the pairwise mode, "mad/seed2"); its
+    named params (a Grice example pool) and the digest tell judges of one code apart."""
 
     task: str
     judge: JudgeId
@@ -80,17 +79,17 @@ class JudgeName:
 
     @property
     def variant(self) -> str:
-        return self.judge.variant.partition(" ")[0]
+        """The code with its qualifier, without the named params."""
+        return self.judge.variant_parts.qualified
 
     @property
     def rest(self) -> str:
-        pool = self.judge.variant.partition(" ")[2]
         digest = f"#{self.judge.digest}" if self.judge.digest else ""
-        return " ".join(part for part in (pool, digest) if part)
+        return " ".join(part for part in (self.judge.variant_parts.named, digest) if part)
 
     @property
     def code(self) -> str:
-        return self.variant.partition("/")[0]
+        return self.judge.variant_parts.code
 
     @property
     def title(self) -> str:
@@ -102,7 +101,7 @@ class JudgeName:
     @property
     def short_variant(self) -> str:
         """The variant's short form and what tells judges of one variant apart: `Zero-shot runs3@t1 #ab12`."""
-        qualifier = self.variant.partition("/")[2]
+        qualifier = self.judge.variant_parts.qualifier
         return " ".join(part for part in (variant_short(self.task, self.code), qualifier, self.rest) if part)
 
 
@@ -135,7 +134,7 @@ class GlossaryEntry:
 
 def variant_entries(task: Task) -> list[GlossaryEntry]:
     """A task's variants as the glossary lists them, under the heading the task gives them."""
-    section = getattr(task, "variant_section", task.title)  # a task of the bare protocol: its title
+    section = task.variant_section
     entries = []
     for code in task.variants():
         name = variant_name(task.name, code)

@@ -446,8 +446,8 @@ async def test_a_labelled_text_is_stored_with_its_text_under_the_batch_judge_nam
     text = "Cities should ban cars from their centres. Traffic there is slow, because the streets are narrow."
     server = ScriptedServer({"Cities should ban cars from their centres": "MajorClaim"})
     async with scripted_client(server) as client:
-        judge, results = await label_text(runtime.db, client, text, "vanilla", default_options(TASK))
-        again, relabelled = await label_text(runtime.db, client, text, "vanilla", default_options(TASK))
+        judge, results = await label_text(runtime, client, text, "vanilla", default_options(TASK))
+        again, relabelled = await label_text(runtime, client, text, "vanilla", default_options(TASK))
     assert judge == again and judge.name == f"m@scripted vanilla #{judge.digest}"
     [entry] = labelled_documents(runtime.db)  # labelled twice: stored once
     assert entry.source == "typed" and entry.text == text and entry.name == "Cities should ban cars from their …"

@@ -156,11 +156,11 @@ async def _planned(runtime: Runtime, fill: Fill, asked: set[str]) -> _Planned:
     from argtui.commands.eval import prepare_run
     from engines.judging.evaluate import judge_id
     from engines.judging.store import JudgmentStore
-    from engines.judging.task import options_model, task as registered
+    from engines.judging.task import task as registered
     from engines.llm.batch import RequestDeferred, deferring
 
     task = registered(fill.task)
-    model = options_model(task)
+    model = task.Options
     stored_options, options = (model.from_values({**fill.values, **changes, "variant": [fill.variant]})
                                for changes in ({}, fill.changes))
     client = await runtime.client(fill.judge.profile)

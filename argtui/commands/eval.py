@@ -21,8 +21,7 @@ from engines.errors import ArgtuiError
 from engines.judging.evaluate import TaskRun, run_task
 from engines.judging.options import TaskOptions
 from engines.judging.panel import run_panel
-from engines.judging.task import Task, TaskItem, TaskReport, canonical_variant, options_model, tasks
-from engines.output import write_text_file
+from engines.judging.task import Task, TaskItem, TaskReport, canonical_variant, declared, results_json, tasks
 from engines.terminal_text import VisibleControlsConsole
 
 HELP = "run a judge over a dataset and report agreement with the reference"
@@ -46,13 +45,13 @@ def _tasks_for(argv: list[str]) -> list[Task]:
     if word is not None and word.isidentifier() and importlib.util.find_spec(f"engines.tasks.{word}") is not None:
         named = getattr(importlib.import_module(f"engines.tasks.{word}"), "TASK", None)
         if named is not None and named.name == word:
-            return [named]
+            return [declared(named)]
     return tasks()
 
 
 def _add_task(subparsers, task: Task) -> None:
     parser = subparsers.add_parser(
-        task.name, help=task.title, description=getattr(task, "description", task.title)
+        task.name, help=task.title, description=task.description
     )
     default = task.variants()[0]
     names = ["--variant"] + ([f"--{task.variant_flag}"] if task.variant_flag != "variant" else [])
@@ -67,8 +66,8 @@ def _add_task(subparsers, task: Task) -> None:
              "profile), comma-separated, e.g. embedded:few,embedded:zero; each member is run and stored as "
              "itself first, so a member judged before is not asked again",
     )
-    model = options_model(task)
-    task_help = {"limit": getattr(task, "limit_help", None), "output": getattr(task, "output_help", None)}
+    model = task.Options
+    task_help = {"limit": task.limit_help, "output": task.output_help}
     for option in model.described():
         if option.info.role == "run":
             option.add_to(parser, help=task_help.get(option.name))
@@ -133,7 +132,7 @@ def _judges(runtime: Runtime, task: Task, options: TaskOptions, panel: list[Judg
 
 def task_options(task: Task, args: argparse.Namespace) -> TaskOptions:
     """The task's options from the parsed command line: the fields of its model, checked."""
-    model = options_model(task)
+    model = task.Options
     return model.from_values({name: getattr(args, name) for name in model.model_fields if hasattr(args, name)})
 
 
@@ -144,8 +143,7 @@ def _eval(task: Task, args) -> int:
     for variant in options.variant or []:
         canonical_variant(task, variant)  # an unknown one is named before anything is read
     task.check_options(options)
-    offline = getattr(task, "run_offline", None)
-    report = offline(options) if offline is not None else None
+    report = task.run_offline(options)
     if report is not None:  # a judge that needs no backend (e.g. the experts): nothing is run or stored
         if args.json:
             print(json.dumps({"task": task.name, "results": [report.data]}, indent=2, default=str))
@@ -158,13 +156,8 @@ def _eval(task: Task, args) -> int:
         return run_with_runtime(lambda runtime: _export_requests(runtime, task, options, args))
     runs = run_with_runtime(lambda runtime: run_judges(runtime, task, options, args.panel, args.retry_invalid))
     if options.output:
-        writer = getattr(task, "write_output", None)
-        if writer is not None:
-            writer(options.output, runs)
-        else:
-            _write_json(options.output, task, runs)
-    summarise = getattr(task, "summary", None)  # a task's table over all the runs of the command
-    summary = summarise(runs) if summarise is not None else None
+        task.write_output(options.output, runs)
+    summary = task.summary(runs)  # a task's table over all the runs of the command
     if args.json:
         results = results_json(task, runs)
         print(json.dumps({**results, "summary": summary.data} if summary else results, indent=2, default=str))
@@ -287,25 +280,6 @@ def _plain(value):
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     return value
-
-
-def results_json(task: Task, runs: list[TaskRun]) -> dict:
-    return {
-        "task": task.name,
-        "results": [
-            {
-                "judge": run.judge.name, "run_id": run.outcome.run.id, "items": run.outcome.progress.total,
-                "judged_now": run.outcome.judged_now, "resumed": run.outcome.resumed,
-                "invalid": run.outcome.progress.invalid, "usage": run.outcome.progress.usage.as_dict(),
-                "wall_seconds": run.outcome.wall_s, **run.report.data,
-            }
-            for run in runs
-        ],
-    }
-
-
-def _write_json(path: Path, task: Task, runs: list[TaskRun]) -> None:
-    write_text_file(path, json.dumps(results_json(task, runs), indent=2, default=str), make_parents=True)
 
 
 def _cell(value) -> Text:

@@ -22,7 +22,7 @@ import numpy as np
 
 from engines.errors import ArgtuiError
 from engines.judging.store import ARENA_PREFIX, JudgmentStore, is_arena_key
-from engines.judging.task import AuditedItem, Task, TaskBase, options_model
+from engines.judging.task import AuditedItem, Task, declared
 from engines.judging.verdict import JudgeId, Verdict
 from engines.metrics.agreement import cohen_kappa
 from engines.metrics.bootstrap import bootstrap_ci
@@ -235,21 +235,12 @@ def stored_items(db: Database, task: str, judge: JudgeId) -> list[tuple[str, str
 FILLED = {"orders": ("consistency", "first_position"), "runs": ("runs_agree",)}  # the figures each fill gives
 
 
-_PLAIN = TaskBase()
-
-
-def capabilities(task: Task) -> TaskBase:
-    """What the task declares an audit reads of it; a task of the bare protocol declares nothing:
-    its judgments are read plainly and no run fills what they lack."""
-    return task if isinstance(task, TaskBase) else _PLAIN
-
-
 def _fills(task: Task) -> Fills:
     def command(changes: dict[str, Any]) -> str:
         flags = " ".join(f"--{name.replace('_', '-')} {value}" for name, value in changes.items())
         return f"run `argtui eval {task.name} {flags}` with this judge's model and prompt, or `argtui audit --fill`"
 
-    return Fills(**{field: command(changes) for field, changes in capabilities(task).audit_fills.items()})
+    return Fills(**{field: command(changes) for field, changes in declared(task).audit_fills.items()})
 
 
 def audit_task(db: Database, task: Task, judge: str | None = None) -> list[JudgeAudit]:
@@ -258,7 +249,7 @@ def audit_task(db: Database, task: Task, judge: str | None = None) -> list[Judge
     chosen = [row.judge for row in stored if judge is None or judge.lower() in row.name.lower()]
     fills = _fills(task)
     return [
-        audit_judge(task.name, found, capabilities(task).audited_items(found, stored_items(db, task.name, found)),
+        audit_judge(task.name, found, declared(task).audited_items(found, stored_items(db, task.name, found)),
                     task.labels, fills)
         for found in chosen
     ]
@@ -304,9 +295,9 @@ def fill_plan(db: Database, tasks: Sequence[Task], judge: str | None = None) -> 
     unfillable: list[str] = []
     for audited in audit(db, tasks, judge):
         task = by_name[audited.task]
-        model = options_model(task)
+        model = task.Options
         runs = [run for run in RunRepository(db).list(kind=f"eval-{task.name}") if run.judge == audited.judge.name]
-        for field, changes in capabilities(task).audit_fills.items():
+        for field, changes in declared(task).audit_fills.items():
             names = tuple(figure.name for figure in (getattr(audited, name) for name in FILLED[field])
                           if figure.value is None)
             if not names:

@@ -11,7 +11,7 @@ from engines.judging.identity import requests_digest
 from engines.judging.runner import RunOutcome, RunProgress, RunSpec, run_tracked
 from engines.judging.store import JudgmentStore
 from engines.judging.task import Option, Task, TaskContext, TaskItem, TaskReport
-from engines.judging.verdict import JudgeId
+from engines.judging.verdict import JudgeId, Verdict
 from engines.llm.client import LLMClient
 from engines.llm.embedded import reproducibility
 from engines.metrics.classification import classification_report
@@ -66,19 +66,20 @@ async def run_task(
 ) -> TaskRun:
     """Judge the items not yet judged (a tracked, resumable run; with `retry_invalid` those judged
     invalid too, asking the backend anew), then score every verdict."""
-    options = await task.settled_options(ctx, options)
-    judge = await judge_id(task, client, variant, options)
+    from engines.judging.judge_one import settle  # which takes the judge's identity from here
+
+    settled = await settle(ctx, task, client, variant, options)
     spec = RunSpec(
-        task.name, judge, selection or {},
-        concurrency or task.concurrency(variant, client, options), reproducibility(client.profile),
+        task.name, settled.judge, selection or {},
+        concurrency or task.concurrency(variant, client, settled.options), reproducibility(client.profile),
     )
 
-    async def one(item: TaskItem):
-        return await task.judge(ctx, item, variant, client, options)
+    async def one(item: TaskItem) -> Verdict:
+        return await settled.ask(ctx, item)
 
     outcome = await run_tracked(ctx.db, spec, items, one, on_progress=on_progress, retry_invalid=retry_invalid)
-    report = task.report(ctx, judge, items, outcome.verdicts, options, outcome.run.id)
-    return TaskRun(judge, outcome, report)
+    report = task.report(ctx, settled.judge, items, outcome.verdicts, settled.options, outcome.run.id)
+    return TaskRun(settled.judge, outcome, report)
 
 
 @dataclass(frozen=True)

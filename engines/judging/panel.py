@@ -69,7 +69,6 @@ def combine(task: Task, members: Sequence[tuple[JudgeId, Verdict]]) -> Verdict:
     distribution = mean_distribution([verdict.distribution for verdict in valid])
     label, tie = majority(votes, distribution, task.labels)
     values = [verdict.value for verdict in valid if verdict.value is not None]
-    extra: Callable[[Sequence[Verdict]], dict[str, Any]] | None = getattr(task, "panel_data", None)
     counted = Counter(label for label in votes if label is not None)
     detail = f"majority of {len(members)} judges: " + ", ".join(f"{name} {count}" for name, count in counted.most_common())
     if len(valid) < len(members):
@@ -78,7 +77,7 @@ def combine(task: Task, members: Sequence[tuple[JudgeId, Verdict]]) -> Verdict:
         detail += f"; tie broken {tie}"
     return Verdict(
         label=label, value=sum(values) / len(values) if values else None,
-        data={**data, **(extra(valid) if extra is not None else {})}, distribution=distribution,
+        data={**data, **task.panel_data(valid)}, distribution=distribution,
         detail=detail, usage=usage, seconds=seconds,
     )
 

@@ -15,13 +15,15 @@ its options as a model (`engines.judging.options`) and its variants' names.
 
 from __future__ import annotations
 
+import copy
 import importlib
+import json
 import pkgutil
 import random
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, ClassVar, Mapping, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping, Protocol, Sequence, runtime_checkable
 
 from engines.errors import ArgtuiError
 from engines.judging.context import TaskContext
@@ -30,8 +32,14 @@ from engines.judging.options import Option, TaskOptions
 from engines.judging.verdict import JudgeId, Verdict
 from engines.judging.verify import StoredAnswers, Verification
 from engines.llm.client import LLMClient
+from engines.output import write_text_file
+
+if TYPE_CHECKING:
+    from engines.judging.evaluate import TaskRun
 
 StoredJudgment = tuple[str, "str | None", Verdict]  # an item's key, its reference and the judge's verdict
+# Told each part of a verdict as it finishes, before the verdict (a Grice maxim's judgment): a live debate shows them.
+PartHook = Callable[[Any], None]
 
 
 @dataclass(frozen=True)
@@ -118,7 +126,11 @@ class Task(Protocol):
     Options: type[TaskOptions]  # the options model: flags, Arena controls, what the methods are handed
     options: tuple[Option, ...]  # the task's own options of that model
     variant_flag: str  # how the task's own docs name a variant: "prompt", "strategy", "method"
+    # What follows has a default on TaskBase; a task of the bare protocol gets it from the registry (`declared`).
     variant_section: str  # the glossary's heading of the variants
+    description: str  # `argtui eval TASK --help`'s description
+    limit_help: str | None  # --limit's and --output's help where the task says what they mean for it
+    output_help: str | None
 
     def variants(self) -> tuple[str, ...]:
         """The prompting strategies / methods / modes; the first is the default."""
@@ -170,11 +182,33 @@ class Task(Protocol):
     async def judge(self, ctx: TaskContext, item: TaskItem, variant: str, client: LLMClient, options: Any) -> Verdict:
         ...
 
+    async def judge_in_parts(
+        self, ctx: TaskContext, item: TaskItem, variant: str, client: LLMClient, options: Any, on_part: PartHook,
+    ) -> Verdict:
+        """`judge`, telling `on_part` each part of the verdict as it finishes, for a task that judges in parts."""
+        ...
+
     def report(
         self, ctx: TaskContext, judge: JudgeId, items: Sequence[TaskItem], verdicts: dict[str, Verdict], options: Any,
         run_id: int,
     ) -> TaskReport:
         """Scores of the verdicts (every item's, stored ones included) of the batch run `run_id`."""
+        ...
+
+    def summary(self, runs: Sequence[TaskRun]) -> TaskReport | None:
+        """A table over all the runs of one command (None: none)."""
+        ...
+
+    def run_offline(self, options: Any) -> TaskReport | None:
+        """The report of a judge that needs no backend (e.g. the experts), nothing run or stored; None to run."""
+        ...
+
+    def write_output(self, path: Path, runs: Sequence[TaskRun]) -> None:
+        """--output's file of the runs."""
+        ...
+
+    def panel_data(self, verdicts: Sequence[Verdict]) -> dict[str, Any]:
+        """What a panel's verdict adds of its members' valid verdicts for this task's report."""
         ...
 
 
@@ -196,6 +230,9 @@ class TaskBase:
     # the options that, over a judge's stored run's, judge its items so (in both orders; in three runs).
     audit_fills: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
 
+    limit_help: ClassVar[str | None] = None
+    output_help: ClassVar[str | None] = None
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls.options = cls.Options.task_options()
@@ -203,6 +240,10 @@ class TaskBase:
     @property
     def variant_section(self) -> str:
         return f"{self.title} ({self.variant_flag}s)"
+
+    @property
+    def description(self) -> str:
+        return self.title
 
     def variant_name(self, code: str) -> VariantName:
         return self.variant_names.get(code) or VariantName(code, code, "")
@@ -229,6 +270,25 @@ class TaskBase:
     def concurrency(self, variant: str, client: LLMClient, options: Any) -> int:
         return client.profile.max_concurrency
 
+    async def judge_in_parts(
+        self, ctx: TaskContext, item: TaskItem, variant: str, client: LLMClient, options: Any, on_part: PartHook,
+    ) -> Verdict:
+        """Here the verdict whole: no part is told before it."""
+        return await self.judge(ctx, item, variant, client, options)
+
+    def summary(self, runs: Sequence[TaskRun]) -> TaskReport | None:
+        return None
+
+    def run_offline(self, options: Any) -> TaskReport | None:
+        return None
+
+    def write_output(self, path: Path, runs: Sequence[TaskRun]) -> None:
+        """The runs' results as `--json` prints them."""
+        write_text_file(path, json.dumps(results_json(self, runs), indent=2, default=str), make_parents=True)
+
+    def panel_data(self, verdicts: Sequence[Verdict]) -> dict[str, Any]:
+        return {}
+
     def audited_items(self, judge: JudgeId, stored: Sequence[StoredJudgment]) -> list[AuditedItem]:
         """The stored judgments as an audit reads them: here without answers in each order, runs or
         lengths, which a task that has them adds."""
@@ -240,18 +300,47 @@ class TaskBase:
         return Verification(not_recomputable=f"the {self.name} task does not say how its verdicts are recomputed")
 
 
+def results_json(task: Task, runs: Sequence[TaskRun]) -> dict[str, Any]:
+    """The runs of one `argtui eval` command as its --json prints them."""
+    return {
+        "task": task.name,
+        "results": [
+            {
+                "judge": run.judge.name, "run_id": run.outcome.run.id, "items": run.outcome.progress.total,
+                "judged_now": run.outcome.judged_now, "resumed": run.outcome.resumed,
+                "invalid": run.outcome.progress.invalid, "usage": run.outcome.progress.usage.as_dict(),
+                "wall_seconds": run.outcome.wall_s, **run.report.data,
+            }
+            for run in runs
+        ],
+    }
+
+
+def declared(task: Task) -> TaskBase:
+    """`task` with every capability TaskBase declares: itself when it is a TaskBase; a task of the bare
+    protocol (no base class) as a copy whose class is its own first, TaskBase's defaults after, so
+    that no front end probes a task for what it has."""
+    if isinstance(task, TaskBase):
+        return task
+    own = type(task)
+    based = type(own.__name__, (own, TaskBase), {"__module__": own.__module__, "__doc__": own.__doc__})
+    found = copy.copy(task)
+    found.__class__ = based
+    return found
+
+
 class UnknownTask(ArgtuiError):
     pass
 
 
-_registered: dict[str, Task] = {}
+_registered: dict[str, TaskBase] = {}
 _discovered = False
 
 
-def register(task: Task) -> Task:
-    """Add a task (a module in engines/tasks/ is found without this)."""
-    _registered[task.name] = task
-    return task
+def register(task: Task) -> TaskBase:
+    """Add a task (a module in engines/tasks/ is found without this), as `declared` makes it."""
+    found = _registered[task.name] = declared(task)
+    return found
 
 
 def unregister(name: str) -> None:
@@ -267,17 +356,17 @@ def _discover() -> None:
     for info in pkgutil.iter_modules(engines.tasks.__path__):
         task = getattr(importlib.import_module(f"engines.tasks.{info.name}"), "TASK", None)
         if task is not None:
-            _registered.setdefault(task.name, task)
+            _registered.setdefault(task.name, declared(task))
     _discovered = True
 
 
-def tasks() -> list[Task]:
+def tasks() -> list[TaskBase]:
     """Every task, by name."""
     _discover()
     return [_registered[name] for name in sorted(_registered)]
 
 
-def task(name: str) -> Task:
+def task(name: str) -> TaskBase:
     _discover()
     try:
         return _registered[name]
@@ -293,12 +382,7 @@ def canonical_variant(task: Task, text: str) -> str:
     raise ArgtuiError(f"task {task.name!r} has no {task.variant_flag} {text!r}; choose one of {', '.join(task.variants())}")
 
 
-def options_model(task: Task) -> type[TaskOptions]:
-    """The task's options model (a task of the bare protocol with none: the run's options only)."""
-    return getattr(task, "Options", TaskOptions)
-
-
 def default_options(task: Task, **overrides: Any) -> TaskOptions:
     """The options a batch run would have with no flags given (and `overrides`), checked: what the
     Arena and live judging start from."""
-    return options_model(task).from_values(overrides)
+    return task.Options.from_values(overrides)

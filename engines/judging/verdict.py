@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -11,7 +10,6 @@ from engines.llm.types import Usage
 from store.identity import identity_digest, judge_name, options_digest
 
 PANEL = "panel"
-_CODE = re.compile(r"[^/ ]*")  # a variant's code: what comes before its qualifier ("few" of "few/swap@t0")
 
 # What a verdict keeps of what was said. Every call is capped at a few thousand tokens, so a
 # verdict's answers (several for runs or both orders, joined) are far below this; only a server
@@ -61,6 +59,48 @@ class Verdict(BaseModel):
         return cls(invalid_reason=reason, raw=raw, usage=usage or Usage(), **values)
 
 
+class JudgeVariant(BaseModel):
+    """A judge's variant in its parts, as `JudgeId.variant`'s text spells them: the task's variant
+    `code` ("few", "ZSL", "mad", "panel(few+zero)"), its `qualifier` (the mode or seed that makes
+    judgments of one code comparable: "runs3@t1", "seed2"; "" for none) and named `params` (a Grice
+    judge's example pool: {"pool": "builtin:8dc96eaf"}): "few/runs3@t1", "BEST pool=builtin:8dc96eaf"."""
+
+    model_config = ConfigDict(frozen=True)
+
+    code: str
+    qualifier: str = ""
+    params: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def qualified(self) -> str:
+        """The code with its qualifier: "few/runs3@t1"."""
+        return f"{self.code}/{self.qualifier}" if self.qualifier else self.code
+
+    @property
+    def named(self) -> str:
+        """The named params: "pool=builtin:8dc96eaf" ("" for none)."""
+        return " ".join(f"{name}={value}" for name, value in self.params.items())
+
+    @property
+    def text(self) -> str:
+        return " ".join(part for part in (self.qualified, self.named) if part)
+
+    @classmethod
+    def read(cls, text: str) -> "JudgeVariant":
+        """The parts of a variant's text, the one reader of it: a stored judge keeps the text alone.
+        A panel's code keeps its members' qualifiers within its parentheses."""
+        depth, end = 0, len(text)
+        for index, char in enumerate(text):
+            depth += {"(": 1, ")": -1}.get(char, 0)
+            if depth == 0 and char in "/ ":
+                end = index
+                break
+        code, rest = text[:end], text[end:]
+        qualified, *named = rest.removeprefix("/").split(" ") if rest.startswith("/") else ["", *rest.split()]
+        params = dict(part.partition("=")[::2] for part in named if part)
+        return cls(code=code, qualifier=qualified, params=params)
+
+
 class JudgeId(BaseModel):
     """Who judged: backend profile, model, the task's variant (prompting strategy, method, mode)
     and the digests of what else changes its answers: the options, the requests it sends and the
@@ -78,6 +118,11 @@ class JudgeId(BaseModel):
     options: str = ""  # options_digest(...)
     prompts: str = ""  # engines.judging.identity.requests_digest(...): the requests the judge sends
     sampling: str = ""  # engines.judging.digest.sampling_digest(...)
+
+    @property
+    def variant_parts(self) -> JudgeVariant:
+        """The variant's code, qualifier and named params, for a screen that shows them apart."""
+        return JudgeVariant.read(self.variant)
 
     @property
     def digest(self) -> str:
@@ -112,14 +157,15 @@ class JudgeId(BaseModel):
         if len(ordered) < 2 or len({member.name for member in ordered}) < len(ordered):
             raise ValueError(f"a panel needs two or more different judges, not {[m.name for m in members]}")
         profiles = list(dict.fromkeys(member.profile for member in ordered))
-        codes = [_CODE.match(member.variant).group() for member in ordered]
-        qualifiers = {member.variant[len(code):] for member, code in zip(ordered, codes)}
-        parts = codes if len(qualifiers) == 1 else [member.variant for member in ordered]
+        variants = [member.variant_parts for member in ordered]
+        alike = len({(variant.qualifier, tuple(variant.params.items())) for variant in variants}) == 1
+        parts = [variant.code for variant in variants] if alike else [member.variant for member in ordered]
         if len(profiles) > 1:
             parts = [f"{member.profile}:{part}" for member, part in zip(ordered, parts)]
-        qualifier = qualifiers.pop() if len(qualifiers) == 1 else ""
+        code = f"{PANEL}({'+'.join(parts)})"
+        panel = variants[0].model_copy(update={"code": code}) if alike else JudgeVariant(code=code)
         return cls(
             profile="+".join(profiles), model="+".join(dict.fromkeys(member.model for member in ordered)),
-            variant=f"{PANEL}({'+'.join(parts)}){qualifier}",
+            variant=panel.text,
             options=options_digest({PANEL: [member.model_dump() for member in ordered]}),
         )

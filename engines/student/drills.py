@@ -59,8 +59,7 @@ from engines.inspire.score import (
     LogicResult,
     check_logic,
 )
-from engines.judging.evaluate import judge_id
-from engines.judging.store import JudgmentStore
+from engines.judging.judge_one import judge_one
 from engines.judging.task import TaskContext, TaskItem, default_options
 from engines.llm.client import LLMClient
 from engines.retrieval.types import Retriever
@@ -307,11 +306,8 @@ async def _judge_rebut(ctx: TaskContext, client: LLMClient, drill: Drill, answer
     item = TaskItem(key=f"{DRILL_ITEM}{drill.id}/{number}", title=f"drill {drill.id} · answer {number}",
                     body=f"Topic: {drill.topic}\nArgument: {drill.material}\n\n» Student: {answer.strip()}",
                     payload=turn)
-    options = await INSPIRE.settled_options(ctx, InspireOptions())
-    verdict = await INSPIRE.judge(ctx, item, VARIANT, client, options)
-    judge = await judge_id(INSPIRE, client, VARIANT, options)
-    await asyncio.to_thread(JudgmentStore(ctx.db, INSPIRE.name).save, judge, [(item, verdict)])
-    score = turn_judgment(verdict).score
+    judged = await judge_one(ctx, INSPIRE, client, VARIANT, InspireOptions(), item)
+    score = turn_judgment(judged.verdict).score
     counted = {name: score.dimensions[name] for name in ("relevance", LOGICAL) if score.dimensions[name] is not None}
     if not counted:
         return Judged(score.overall, score.weakest_explanation)
@@ -328,11 +324,8 @@ async def _judge_quantity(ctx: TaskContext, client: LLMClient, drill: Drill, ans
     context = GriceContext(dialogue=(("user", drill.topic or drill.material),), reply=answer.strip())
     item = TaskItem(key=f"{DRILL_ITEM}{drill.id}/{number}", title=f"drill {drill.id} · answer {number}",
                     body=answer.strip(), payload=GriceItem(context, (QUANTITY,), {}))
-    options = default_options(GRICE)
-    verdict = await GRICE.judge(ctx, item, DEFAULT_STRATEGY, client, options)
-    judge = await judge_id(GRICE, client, DEFAULT_STRATEGY, options)
-    await asyncio.to_thread(JudgmentStore(ctx.db, GRICE.name).save, judge, [(item, verdict)])
-    quantity = metric_judgments(verdict)[QUANTITY]
+    judged = await judge_one(ctx, GRICE, client, DEFAULT_STRATEGY, default_options(GRICE), item)
+    quantity = metric_judgments(judged.verdict)[QUANTITY]
     if not quantity.valid:
         return Judged(None, f"The Quantity judge's answer was unreadable: {quantity.error}")
     return Judged(quantity.p_yes, f"Quantity {quantity.answer} (P(yes) {quantity.p_yes:.2f}): {quantity.rationale}")

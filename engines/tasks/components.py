@@ -15,7 +15,6 @@ free text and stores it under the same judge names.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import random
 from dataclasses import dataclass
@@ -49,7 +48,8 @@ from engines.components.records import (
 )
 from engines.datasets.ukp_essays import DATA_ENV, SPLITS, Essay, load_ukp_essays
 from engines.errors import ArgtuiError
-from engines.judging.evaluate import TaskRun, judge_id
+from engines.judging.evaluate import TaskRun
+from engines.judging.judge_one import settle
 from engines.judging.options import OptionInfo, PositiveCount, TaskOptions
 from engines.judging.task import ReportTable, TaskBase, TaskContext, TaskItem, TaskReport, VariantName
 from engines.judging.verdict import JudgeId, Verdict
@@ -57,7 +57,6 @@ from engines.llm.client import LLMClient
 from engines.metrics.classification import INVALID, ClassificationReport
 from engines.output import write_text_file
 from store.components import JUDGMENT_TASK
-from store.db import Database
 
 DATASET = "ukp-essays"  # its key in the config file's [datasets] table
 DEFAULT_VOTES = ClassifierSettings.manager_votes
@@ -145,26 +144,6 @@ def settings_of(options: ComponentOptions) -> ClassifierSettings:
         manager_votes=options.votes or DEFAULT_VOTES,
         skip_threshold=options.skip_threshold,
     )
-
-
-def request_answer_tokens(method: str, settings: ClassifierSettings) -> int:
-    """The most answer tokens one request of `method` can hold: the answers it reads (mad's Judge reads
-    every debate turn) and its own. Its prompt, the marked document, comes on top; a label is a token or two."""
-    if method == "mad":
-        return 2 * settings.rounds * settings.debater_max_tokens + settings.judge_max_tokens
-    return {"cot": settings.reasoning_max_tokens, "smart": settings.judge_max_tokens}.get(method, 0)
-
-
-def check_fits_context(method: str, options: ComponentOptions, context: int | None) -> None:
-    """Refuses, before any request, a method whose answers alone may overflow a request of `context`
-    tokens (None: not known, nothing refused): its calls would be cut or refused after minutes of work."""
-    needed = request_answer_tokens(method, settings_of(options))
-    if context is not None and needed >= context:
-        raise ArgtuiError(
-            f"--method {method} does not fit this model: one of its requests holds up to {needed:,} tokens of "
-            f"answers before its prompt (the token budget of --turn-tokens, --judge-tokens, --reasoning-tokens), "
-            f"and the model's context is {context:,} tokens. Use --method vanilla, or lower those limits."
-        )
 
 
 async def role_clients(ctx: TaskContext, options: ComponentOptions) -> dict[str, LLMClient | None]:
@@ -372,7 +351,7 @@ TASK = ComponentsTask()
 
 
 async def label_text(
-    db: Database,
+    ctx: TaskContext,
     client: LLMClient,
     text: str,
     method: str,
@@ -385,13 +364,14 @@ async def label_text(
 ) -> tuple[JudgeId, list[ComponentResult]]:
     """Label every component of a free text (`segment(text)` unless spans are given) and store them
     under the judge a batch run with the same options would be (`options`: see `default_options`;
-    its `manager` and `debaters` name the profiles of the clients given for those roles)."""
+    its `manager` and `debaters` name the profiles of the clients given for those roles). Settled
+    and stored as `judge_one` judges an item; a free text is labelled by `label_components`, each
+    component timed as it is classified, and stored with the text."""
     TASK.check_options(options)
-    judge = await judge_id(TASK, client, method, options)
+    judge = await settle(ctx, TASK, client, method, options)
     results = await label_components(
-        client, text, spans, method, seed=options.seed, on_component=on_component, settings=settings_of(options),
-        manager=manager, debaters=debaters,
+        client, text, spans, method, seed=judge.options.seed, on_component=on_component,
+        settings=settings_of(judge.options), manager=manager, debaters=debaters,
     )
-    # A write may wait for the database lock: off the event loop, which the Debate screen shares.
-    await asyncio.to_thread(save_labelled_text, db, text, results, judge)
-    return judge, results
+    await judge.store(ctx.db, lambda db, found, labelled: save_labelled_text(db, text, labelled, found), results)
+    return judge.judge, results

@@ -20,8 +20,7 @@ from engines.debate.records import ComponentRecord, GriceRecord, MetricRecord, S
 from engines.grice import METRICS
 from engines.grice.types import GriceContext
 from engines.inspire.score import inspire_scores_by_debate, stored_turn_key
-from engines.judging.evaluate import judge_id
-from engines.judging.store import JudgmentStore
+from engines.judging.judge_one import judge_one
 from engines.judging.task import TaskContext, TaskItem, default_options
 from engines.llm.client import LLMClient
 from engines.tasks.components import TASK as COMPONENTS, label_text
@@ -59,7 +58,7 @@ class TaskJudges:
         self, debate_id: int, turn: StoredTurn, method: str, on_component: Callable[[ComponentRecord], None]
     ) -> tuple[StoredJudgment, list[ComponentRecord]]:
         judge, results = await label_text(
-            self.ctx.db, self.client, turn.content, method, live_component_options(),
+            self.ctx, self.client, turn.content, method, live_component_options(),
             on_component=lambda _index, result: on_component(ComponentRecord.of(result)),
         )
         stored = StoredJudgment(COMPONENTS.name, judge.name, tuple(text_key(turn.content, r.span) for r in results))
@@ -69,16 +68,12 @@ class TaskJudges:
         self, debate_id: int, turn: StoredTurn, context: GriceContext, strategy: str,
         on_maxim: Callable[[MetricRecord], None],
     ) -> tuple[StoredJudgment, GriceRecord]:
-        options = default_options(GRICE)
-        item = grice_item(debate_id, turn, context)
-        verdict = await GRICE.judge(
-            self.ctx, item, strategy, self.client, options,
-            on_metric=lambda judgment: on_maxim(MetricRecord.of(judgment)),
+        judged = await judge_one(
+            self.ctx, GRICE, self.client, strategy, default_options(GRICE), grice_item(debate_id, turn, context),
+            on_part=lambda judgment: on_maxim(MetricRecord.of(judgment)),
         )
-        judge = await judge_id(GRICE, self.client, strategy, options)
-        # A write may wait for the database lock: off the event loop, which a screen shares.
-        await asyncio.to_thread(JudgmentStore(self.ctx.db, GRICE.name).save, judge, [(item, verdict)])
-        return StoredJudgment(GRICE.name, judge.name, (item.key,)), GriceRecord.of_verdict(verdict)
+        return (StoredJudgment(GRICE.name, judged.judge.name, (judged.item.key,)),
+                GriceRecord.of_verdict(judged.verdict))
 
     async def coach(self, debate_id: int, turn: StoredTurn) -> tuple[TurnJudgment, float | None]:
         # The inspire task loads numpy and the retriever's checks: imported with the first score.

@@ -59,6 +59,7 @@ from engines.grice.evaluation import (
 from engines.judging.evaluate import TaskRun
 from engines.judging.options import OptionInfo, PositiveCount, TaskOptions
 from engines.judging.task import (
+    PartHook,
     ReportTable,
     TaskBase,
     TaskContext,
@@ -386,6 +387,13 @@ class GriceTask(TaskBase):
             metrics=grice.metrics, layout=options.layout,
         )
         return turn_verdict(judgment)
+
+    async def judge_in_parts(
+        self, ctx: TaskContext, item: TaskItem, variant: str, client: LLMClient, options: GriceOptions,
+        on_part: PartHook,
+    ) -> Verdict:
+        """Each metric's `MetricJudgment` told as it finishes."""
+        return await self.judge(ctx, item, variant, client, options, on_metric=on_part)
 
     def verify(self, ctx: TaskContext, verdict: Verdict, answers: StoredAnswers) -> Verification:
         """Each metric's P(yes) in [0, 1], its answer the one at the official threshold, and P(yes)

@@ -38,7 +38,8 @@ from engines.inspire.score import (
     stored_turn_key,
 )
 from engines.inspire.subjective import TEMPERATURE, DimensionScore, expected_score, level_score, read_answer
-from engines.judging.evaluate import TaskRun, judge_id
+from engines.judging.evaluate import TaskRun
+from engines.judging.judge_one import judge_one
 from engines.judging.store import JudgmentStore
 from engines.judging.task import ReportTable, TaskBase, TaskContext, TaskItem, TaskReport, VariantName
 from engines.judging.verdict import JudgeId, Verdict
@@ -360,13 +361,9 @@ class InspireTask(TaskBase):
         found = next((item for turn, item in _stored(ctx, debate_id) if turn.position == position), None)
         if found is None:
             raise ArgtuiError(f"debate {debate_id} has no turn {position} in its dialogue to score")
-        options = await self.settled_options(ctx, InspireOptions())  # the command's defaults
-        task_item = _task_item(found)
-        verdict = await self.judge(ctx, task_item, VARIANT, client, options)
-        judge = await judge_id(self, client, VARIANT, options)
-        # A write may wait for the database lock: off the event loop, which a screen shares.
-        await asyncio.to_thread(JudgmentStore(ctx.db, TASK_NAME).save, judge, [(task_item, verdict)])
-        return turn_judgment(verdict)
+        # The command's defaults, settled as it settles them.
+        judged = await judge_one(ctx, self, client, VARIANT, InspireOptions(), _task_item(found))
+        return turn_judgment(judged.verdict)
 
     async def _candidates(self, ctx: TaskContext, client: LLMClient, facts: FactSource, turn: InspireItem,
                           k: int | None, seed: int) -> list[Candidate]:
