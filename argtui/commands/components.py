@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Any
 
 from rich.table import Table
 from rich.text import Text
 
 from argtui.commands import run_with_runtime
+from argtui.progress import StepCounts, batch_progress_bar
 from argtui.runtime import Runtime
 from engines.components import LABELS, METHODS, ComponentResult, segment
 from engines.components.prompts import ROLE_NAMES
+from engines.debate.levels import default_component_method
 from engines.errors import ArgtuiError
 from engines.judging.task import default_options
+from engines.llm.embedded import context_tokens
 from engines.llm.types import Usage
-from engines.tasks.components import TASK, label_text, role_clients
+from engines.tasks.components import TASK, check_fits_context, label_text, role_clients
 from engines.terminal_text import VisibleControlsConsole
 
 TOKEN_OPTIONS = ("turn_tokens", "judge_tokens", "reasoning_tokens")
@@ -35,8 +39,9 @@ def register(subparsers) -> None:
     parser.add_argument("--manager", metavar="PROFILE", help="mad: backend profile of the Manager (default: --judge)")
     parser.add_argument("--debaters", metavar="PROFILE",
                         help="mad: backend profile of the Proponent and the Opponent (default: --judge)")
-    parser.add_argument("--method", choices=METHODS, default="mad",
-                        help="vanilla, cot (chain of thought), smart (smart reasoning) or mad (default)")
+    parser.add_argument("--method", choices=METHODS,
+                        help="vanilla, cot (chain of thought), smart (smart reasoning) or mad (default: the "
+                        "Debate screen's for the backend: vanilla on the embedded model, else mad)")
     parser.add_argument("--skip-threshold", type=float, metavar="P", help="mad: skip the debate above P")
     parser.add_argument("--seed", type=int, default=0, help="mad: seed of the debater assignment")
     for option in TASK.options:  # the token limits, as `argtui eval components` has them
@@ -59,26 +64,39 @@ def _components(args) -> int:
     return 0
 
 
-async def _label(runtime: Runtime, args, text: str) -> list[ComponentResult]:
-    options = default_options(
+def _options(args) -> Any:
+    return default_options(
         TASK, judge=args.judge, seed=args.seed, skip_threshold=args.skip_threshold, manager=args.manager,
-        debaters=args.debaters, variant=[args.method], **{name: getattr(args, name) for name in TOKEN_OPTIONS},
+        debaters=args.debaters, variant=[args.method] if args.method else None,
+        **{name: getattr(args, name) for name in TOKEN_OPTIONS},
     )
-    TASK.check_options(options)  # before any backend starts
+
+
+async def _label(runtime: Runtime, args, text: str) -> list[ComponentResult]:
+    TASK.check_options(_options(args))  # before any backend starts
     client = await runtime.client(args.judge)
+    # The method a debate labels with on this backend: MAD-ACC's long requests took minutes per
+    # component on the embedded model.
+    args.method = args.method or default_component_method(client.profile)
+    options = _options(args)
+    TASK.check_options(options)
+    check_fits_context(args.method, options, context_tokens(client.profile))
     err = VisibleControlsConsole(stderr=True)
     spans = segment(text)
-    finished = 0
+    counts = StepCounts(len(spans))
+    with batch_progress_bar(f"Labelling ({args.method})", err) as show:
+        show(counts)
 
-    def on_component(index: int, result: ComponentResult) -> None:
-        nonlocal finished
-        finished += 1
-        err.print(Text(f"[{finished}/{len(spans)}] {result.label or 'invalid'}: {result.span.text[:60]}"))
+        def on_component(index: int, result: ComponentResult) -> None:
+            counts.done += 1
+            counts.invalid += not result.label
+            err.print(Text(f"[{counts.done}/{len(spans)}] {result.label or 'invalid'}: {result.span.text[:60]}"))
+            show(counts)
 
-    judge, results = await label_text(
-        runtime, client, text, args.method, options, spans, on_component, **await role_clients(runtime, options)
-    )
-    err.print(Text(f"stored as judge {judge.name}"))
+        judge, results = await label_text(
+            runtime, client, text, args.method, options, spans, on_component, **await role_clients(runtime, options)
+        )
+        err.print(Text(f"stored as judge {judge.name}"))
     return results
 
 

@@ -146,6 +146,26 @@ def settings_of(options: ComponentOptions) -> ClassifierSettings:
     )
 
 
+def request_answer_tokens(method: str, settings: ClassifierSettings) -> int:
+    """The most answer tokens one request of `method` can hold: the answers it reads (mad's Judge reads
+    every debate turn) and its own. Its prompt, the marked document, comes on top; a label is a token or two."""
+    if method == "mad":
+        return 2 * settings.rounds * settings.debater_max_tokens + settings.judge_max_tokens
+    return {"cot": settings.reasoning_max_tokens, "smart": settings.judge_max_tokens}.get(method, 0)
+
+
+def check_fits_context(method: str, options: ComponentOptions, context: int | None) -> None:
+    """Refuses, before any request, a method whose answers alone may overflow a request of `context`
+    tokens (None: not known, nothing refused): its calls would be cut or refused after minutes of work."""
+    needed = request_answer_tokens(method, settings_of(options))
+    if context is not None and needed >= context:
+        raise ArgtuiError(
+            f"--method {method} does not fit this model: one of its requests holds up to {needed:,} tokens of "
+            f"answers before its prompt (the token budget of --turn-tokens, --judge-tokens, --reasoning-tokens), "
+            f"and the model's context is {context:,} tokens. Use --method vanilla, or lower those limits."
+        )
+
+
 async def role_clients(ctx: TaskContext, options: ComponentOptions) -> dict[str, LLMClient | None]:
     """The clients of the roles given a profile of their own (None: the judge's)."""
     return {role: await ctx.client(name) if (name := getattr(options, role)) else None for role in ROLE_OPTIONS}
