@@ -7,6 +7,7 @@ usable meanwhile, and a ballot judged before is read back without a model call.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from rich.text import Text
@@ -37,6 +38,7 @@ POINTS_SCALE = (f"scale {SPEAKER_POINTS[0]:g}–{SPEAKER_POINTS[1]:g}: {SPEAKER_
 DEMONSTRATION = ("Demonstration: the embedded tiny model judged this debate, near random. Point argtui "
                  "at a vLLM server for real judging (see Help).")
 EXPORT_FOLDER = "ballots"  # under the data folder
+TICK_S = 1.0  # the clock of the judging advances at this pace
 
 
 def ballot_path(data_dir: Path, debate_id: int) -> Path:
@@ -119,6 +121,8 @@ class BallotScreen(MountedScreen):
         self.ballot: Ballot | None = None
         self.change: RatingChange | None = None
         self.failure: str | None = None
+        self.judging: RunProgress | None = None  # the judging's last progress, while it runs
+        self.judging_since: float | None = None  # when the judging began (None: it does not run)
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -145,6 +149,7 @@ class BallotScreen(MountedScreen):
                 ("Claim: ", "bold"), debate.claim, f"   you: {debate.user_side}"))
         self.query_one("#ballot-demo").display = False
         self.query_one("#ballot-body").display = False
+        self.set_interval(TICK_S, self._show_judging)
         self._judge()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -172,9 +177,11 @@ class BallotScreen(MountedScreen):
             if debate is None:
                 raise ArgtuiError(f"no debate {self.debate_id}")
             client = await context.client(debate.backend or None)
-            self._say("judging the debate: the ballot takes one answer of the model…", working=True)
+            self.judging_since, self.judging = time.monotonic(), None
+            self._show_judging()
             ballot, change = await end_debate(context, client, self.debate_id, self._progress)
         except (ArgtuiError, StoreError) as exc:
+            self.judging_since = None
             # A paused run's advice is the command line's; here the screen's key tries again.
             self.failure = exc.cause if isinstance(exc, RunPaused) else str(exc)
             self._say(Text(f"the ballot failed: {self.failure} (r tries again)", style="red"), working=False)
@@ -183,11 +190,21 @@ class BallotScreen(MountedScreen):
         self._show(ballot, change)
 
     def _progress(self, progress: RunProgress) -> None:
-        if progress.done < progress.total:
-            self._say(f"judging the debate ({progress.judge})…", working=True)
+        self.judging = progress
+        self._show_judging()
+
+    def _show_judging(self) -> None:
+        """`Ballot 0 of 1 · 12 s`: the debate's judgment done so far and the seconds it has taken."""
+        if self.judging_since is None:
+            return
+        done, total = (self.judging.done, self.judging.total) if self.judging is not None else (0, 1)
+        judge = f" ({self.judging.judge})" if self.judging is not None else ""
+        self._say(Text.assemble((f"Ballot {done} of {total}", "bold"),
+                                f" · {time.monotonic() - self.judging_since:.0f} s · judging the debate{judge}: "
+                                "the ballot takes one answer of the model…"), working=True)
 
     def _show(self, ballot: Ballot, change: RatingChange | None) -> None:
-        self.ballot, self.change = ballot, change
+        self.ballot, self.change, self.judging_since = ballot, change, None
         self.query_one("#ballot-progress").display = False  # the footer says what to do next
         self.query_one("#ballot-demo").display = ballot.demonstration
         self.query_one("#ballot-body").display = True

@@ -256,7 +256,8 @@ def test_ballot_of_prints_a_stored_debates_ballot_and_writes_its_markdown(tmp_pa
         asyncio.run(runtime.aclose())
         path = tmp_path / "ballot.md"
         assert main(["debate", "--ballot-of", str(debate_id), "--ballot-markdown", str(path)]) == 0
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert f"Ballot of debate {debate_id}" in err and " 1/1 " in err  # the progress, on stderr
     assert "- Winner: bot\n- Speaker points: student 27, bot 28.5\n" in out
     assert "rating of Ada: 1000 -> " in out and "; level 0: 1000 -> " in out
     written = path.read_text(encoding="utf-8")

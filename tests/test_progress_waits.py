@@ -9,17 +9,20 @@ from __future__ import annotations
 import json
 import re
 
-from textual.widgets import Input
+from textual.widgets import Input, Static
 
+from argtui.app import ArgtuiApp
 from argtui.cli import main
 from argtui.config import load_config
 from engines.components.records import labelled_documents
 from engines.grice.questions import METRICS
 from engines.llm.embedded import EMBEDDED_MODEL_NAME
 from fakes import Gate, chat_reply
+from screens.ballot import BallotScreen
 from screens.debate import DebateScreen, MessageView
 from store import Database
 from test_components_llm import PARAGRAPH, llama_env  # noqa: F401 (a fixture)
+from test_coach_screens import BALLOT_ANSWER, ballot_server, stored_debate, stored_students  # noqa: F401
 from test_debate_panels import SLOW, asks, debate_app, new_debate, send, shown
 
 FIRST = "School uniforms reduce bullying because nobody is mocked for their clothes."
@@ -110,3 +113,27 @@ def test_a_method_whose_answers_overflow_the_context_is_refused_before_any_reque
     # Short answers fit: labelled as a debate labels.
     assert main(["components", PARAGRAPH, "--method", "mad", "--turn-tokens", "96", "--judge-tokens", "96"]) == 0
     assert fake_server.bodies
+
+
+async def test_the_ballot_screen_counts_its_judgment_and_the_seconds_while_the_answer_is_held(ballot_server, until):
+    gate = Gate(lambda body: chat_reply(json.dumps(BALLOT_ANSWER)), lambda body: True)
+    ballot_server.answer = gate
+    app = ArgtuiApp(student="Ann")
+    [ann] = stored_students(app, "Ann")
+    debate_id = stored_debate(app, ann.id)
+    async with app.run_test(size=(100, 30)) as pilot:
+        try:
+            await app.push_screen(BallotScreen(debate_id))
+            screen = app.screen
+
+            def status() -> str:
+                return str(screen.query_one("#ballot-status", Static).render())
+
+            await until(pilot, lambda: gate.held == 1 and seconds_shown(status(), "Ballot") is not None, timeout_s=60)
+            first = seconds_shown(status(), "Ballot")
+            assert "Ballot 0 of 1 · " in status() and screen.ballot is None
+            await until(pilot, lambda: (seconds_shown(status(), "Ballot") or 0) > first, timeout_s=30)
+        finally:
+            gate.open()
+        await until(pilot, lambda: screen.ballot is not None, timeout_s=60)
+        assert not screen.query_one("#ballot-progress").display

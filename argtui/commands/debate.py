@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from argtui.commands import run_with_runtime
+from argtui.progress import batch_progress_bar
 from argtui.runtime import Runtime
 from engines.debate.export import rad_run
 from engines.debate.levels import EMBEDDED_LEVEL, LEVELS, OpponentLevel, default_level, get_level
@@ -243,7 +244,8 @@ async def _print_ballot(runtime: Runtime, client: LLMClient, debate_id: int, arg
     from engines.student.ballots import end_debate
 
     err.print(f"debate {debate_id}: ending it; its ballot follows", markup=False)
-    ballot, change = await end_debate(runtime, client, debate_id)
+    with batch_progress_bar(f"Ballot of debate {debate_id}", err) as show:  # one answer, often half a minute
+        ballot, change = await end_debate(runtime, client, debate_id, show)
     if args.ballot_markdown:
         try:
             write_text_file(args.ballot_markdown, ballot_markdown(runtime.db, debate_id, ballot), make_parents=True)
