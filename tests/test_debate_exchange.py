@@ -14,7 +14,7 @@ import pytest
 from rich.console import Console
 
 from argtui.cli import main
-from argtui.commands.debate import exchange_titles, waterfall
+from argtui.commands.debate import TURN_TOTAL, exchange_titles, waterfall
 from argtui.config import load_config
 from argtui.runtime import Runtime
 from engines.debate.exchange import (
@@ -165,7 +165,16 @@ async def test_the_timings_mark_answers_from_the_response_cache_and_say_why_a_st
     [replayed] = [t for t in cached.timings if t.name == "reply"]
     assert (asked.usage.computed_prompt_tokens, asked.usage.cached_calls) == (340, 0)
     assert replayed.usage.cached and replayed.usage.computed_prompt_tokens == 0
-    assert waterfall_rows(fresh.timings, 1)["Reply"].split()[3:5] == ["340", "0"]  # computed, reused
+    rows = waterfall_rows(fresh.timings, 1)
+    assert rows["Reply"].split()[3:5] == ["340", "0"]  # computed, reused
+    # The turn's row sums every step's tokens and ends when the last step did.
+    fields = {title: row[len(title):].split() for title, row in rows.items()}  # start, end, tokens, …
+    titles = exchange_titles(get_level(1))
+    steps = [fields[titles.get(timing.name, timing.name)] for timing in fresh.timings]
+    counts = [[int(step[column]) for step in steps] for column in (2, 3, 4)]
+    total = fields[TURN_TOTAL]
+    assert len(steps) > 2 and [int(n) for n in total[2:5]] == [sum(c) for c in counts]
+    assert float(total[1]) == max(float(step[1]) for step in steps) and sum(counts[0]) > 340  # the judges too
     row = waterfall_rows(cached.timings, 1)["Reply"]
     assert row.split()[3] == "0" and row.endswith("cached")
 

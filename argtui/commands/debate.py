@@ -43,6 +43,7 @@ from engines.errors import ArgtuiError
 from engines.inspire.coaching import coach_lines
 from engines.judging.task import canonical_variant, task
 from engines.llm.client import LLMClient
+from engines.llm.types import Usage
 from engines.output import OutputError, check_target, write_text_file
 from engines.terminal_text import VisibleControlsConsole, print_data
 from engines.timing import Stopwatch
@@ -130,6 +131,7 @@ async def _list(runtime: Runtime) -> int:
 
 
 WATERFALL_WIDTH = 20  # characters of the bar column
+TURN_TOTAL = "turn total"  # the waterfall's last row: the sum of its steps
 
 
 def exchange_titles(level: OpponentLevel) -> dict[str, str]:
@@ -142,7 +144,8 @@ def exchange_titles(level: OpponentLevel) -> dict[str, str]:
 def waterfall(timings: list[StepTiming], titles: dict[str, str]) -> Table:
     """Each piece of an exchange as a bar on one time axis from Enter, with its tokens: prompt
     tokens a server computed, those it reused from its prompt cache, and generated; answers from
-    argtui's response cache are marked so, a failed piece (red) says why."""
+    argtui's response cache are marked so, a failed piece (red) says why. A last row sums the
+    turn: what the reply and every judgment of it cost, and when the last one ended."""
     span = max((timing.end_s for timing in timings), default=0.0) or 1.0
     table = Table(box=None, padding=(0, 1), title_justify="left",
                   title="  timings (seconds from Enter; prompt tokens computed / reused; tokens generated)")
@@ -151,7 +154,8 @@ def waterfall(timings: list[StepTiming], titles: dict[str, str]) -> Table:
         table.add_column(header, justify="right", no_wrap=True, min_width=len(header))
     table.add_column("", no_wrap=True, min_width=WATERFALL_WIDTH)
     table.add_column("")  # cached, or why it failed: wrapped in a narrow terminal, the numbers stay whole
-    for timing in sorted(timings, key=lambda timing: timing.start_s):
+    rows = sorted(timings, key=lambda timing: timing.start_s)
+    for timing in rows:
         first = round(timing.start_s / span * WATERFALL_WIDTH)
         length = max(1, round((timing.end_s - timing.start_s) / span * WATERFALL_WIDTH))
         usage, failed = timing.usage, timing.failure is not None
@@ -162,6 +166,14 @@ def waterfall(timings: list[StepTiming], titles: dict[str, str]) -> Table:
             Text(titles.get(timing.name, timing.name)), f"{timing.start_s:.2f}", f"{timing.end_s:.2f}", *tokens,
             Text(" " * first + "█" * length, style="red" if failed else "cyan"),
             Text(f"failed: {timing.failure}", style="red") if failed else Text(usage.cache_share, style="dim"),
+            end_section=timing is rows[-1],
+        )
+    if rows:
+        total = Usage.total(timing.usage for timing in rows)
+        table.add_row(
+            Text(TURN_TOTAL, style="bold"), f"{min(timing.start_s for timing in rows):.2f}", f"{span:.2f}",
+            str(total.computed_prompt_tokens), str(total.reused_prompt_tokens), str(total.completion_tokens),
+            Text(""), Text(total.cache_share, style="dim"),
         )
     return table
 
