@@ -174,8 +174,8 @@ _known: dict[tuple, str] = {}  # requests digests of this process, by what the p
 
 async def requests_digest(task: Task, client: LLMClient, variant: str, options: Any) -> str:
     """A digest of the model and every request body `task`'s judge with `variant` and `options`
-    sends for its probe item (in a canonical order): computed once per process for each task,
-    variant, options, profile and model."""
+    sends for its probe item (in a canonical order; "" for a judge that sends none): computed once
+    per process for each task, variant, options, profile and model."""
     model = await client.model()
     key = (task, variant, digest(options), client.profile.model_dump_json(), model)
     if key not in _known:
@@ -202,4 +202,4 @@ async def _probe(task: Task, profile: BackendProfile, model: str, variant: str, 
                 requests = sorted(probe.requests, key=digest)
             finally:
                 ctx.close()
-    return digest([model, requests], 8)
+    return digest([model, requests], 8) if requests else ""
