@@ -15,6 +15,7 @@ from engines.judging import task as registry
 from engines.judging.task import TaskItem
 from engines.judging.verdict import Verdict
 from engines.pairwise.prompts import LABELS
+from engines.judging.identity import RequestProbe
 from engines.judging.store import JudgmentStore, arena_key
 from engines.judging.verdict import JudgeId
 from engines.llm.types import Usage
@@ -250,6 +251,8 @@ class CountingTask(EchoTask):
         return ("always", "again")
 
     async def judge(self, ctx, item, variant, client, options):
+        if isinstance(client, RequestProbe):  # taking the judge's identity: no answer to count
+            return Verdict(label="yes")
         cached = variant in self.calls
         self.calls.append(variant)
         return Verdict(label="yes", usage=Usage(calls=1, cached_calls=int(cached)))
