@@ -3,6 +3,7 @@ answer is judged in a worker and the drill scheduled again by its grade."""
 
 from __future__ import annotations
 
+import time
 from datetime import datetime, timezone
 
 from rich.text import Text
@@ -12,7 +13,15 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, DataTable, Footer, Header, ProgressBar, Static, TextArea
 
 from engines.errors import ArgtuiError
-from engines.student.drills import SKILL_KINDS, Drill, DrillResult, answer_drill, plan_drills, student_drills
+from engines.student.drills import (
+    JUDGING_STEPS,
+    SKILL_KINDS,
+    Drill,
+    DrillResult,
+    answer_drill,
+    plan_drills,
+    student_drills,
+)
 from engines.student.progress import student_progress
 from screens.navigation import StepsBack, escape_bindings
 from screens.services import backend_name, services
@@ -20,7 +29,7 @@ from store import StoreError
 from store.students import StudentRepository
 
 COLUMNS = ("due", "drill", "skill", "topic")
-JUDGING_STEPS = 2  # the judge, then the new schedule (answer_drill's progress steps)
+TICK_S = 1.0  # the clock of a judging advances at this pace
 EMPTY_HINT = "No drills yet. They come from the weakest skills of your debates: debate, then come back."
 LIST_HINT = "Your drills, the ones due first. Enter opens one; a good answer pushes it further out."
 OPEN_HINT = "Write your answer below; ctrl+r submits it. Esc leaves the answer, then goes back to the list."
@@ -55,6 +64,8 @@ class DrillsScreen(StepsBack):
         self.student_id = student_id
         self.drills: list[Drill] = []
         self.opened: Drill | None = None
+        self.judging_since: float | None = None  # when the judging of an answer began (None: none runs)
+        self.judging_steps: list[str] = []  # the steps of that judging begun: the last one runs
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -76,6 +87,7 @@ class DrillsScreen(StepsBack):
         self.sub_title = f"Drills · {student.name}" if student else "Drills"
         self.query_one(DataTable).add_columns(*COLUMNS)
         self.query_one(ProgressBar).display = False
+        self.set_interval(TICK_S, self._show_judging)
         self.action_reload()
         self.run_worker(self._plan(), exclusive=True, group="drill-plan")
 
@@ -152,12 +164,12 @@ class DrillsScreen(StepsBack):
         bar.display = True
         self.query_one("#drill-submit", Button).disabled = True
 
-        heard: list[str] = []
+        self.judging_since, self.judging_steps = time.monotonic(), []
 
         def step(what: str) -> None:  # a step begins: the ones before it are done
-            bar.update(progress=len(heard))
-            heard.append(what)
-            self._show_result(Text(f"{what[0].upper()}{what[1:]}…", style="italic"))
+            bar.update(progress=len(self.judging_steps))
+            self.judging_steps.append(what)
+            self._show_judging()
 
         try:
             client = await services(self).client(backend_name(self)) if drill.needs_model else None
@@ -166,10 +178,19 @@ class DrillsScreen(StepsBack):
             self._show_result(Text(f"Not judged: {exc}", style="red"))
             return
         finally:
+            self.judging_since = None
             bar.display = False
             self.query_one("#drill-submit", Button).disabled = False
         self._show_result(result_text(result))
         self.action_reload()
+
+    def _show_judging(self) -> None:
+        """`Drill 0 of 2 · 12 s: judging your answer (rebuttal)…`: the judging's steps done and its seconds."""
+        if self.judging_since is not None:
+            doing = self.judging_steps[-1] if self.judging_steps else "connecting to the backend"
+            self._show_result(Text.assemble(
+                (f"Drill {max(0, len(self.judging_steps) - 1)} of {JUDGING_STEPS}", "bold"),
+                f" · {time.monotonic() - self.judging_since:.0f} s: {doing}…", style="italic"))
 
     def _show_result(self, text: Text) -> None:
         self.query_one("#drill-result", Static).update(text)

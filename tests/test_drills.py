@@ -145,7 +145,8 @@ def test_the_command_runs_the_first_due_drill_with_the_answer_given(capsys):
     runtime = Runtime()
     student_id, (first, second) = asyncio.run(two_derivation_drills(runtime.db))
     assert main(["drill", "--student", "Ann", "--answer", REPAIRS[0]]) == 0
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert f"Judging drill {first.id}" in err and " 2/2 " in err  # the progress, on stderr
     assert f"Drill {first.id}: Make the derivation valid (logical validity)" in out and FALLACIES[0] in out
     assert "Easy (score 1.00): This follows." in out and "next due 20" in out
     assert main(["drill", "--list"]) == 0  # the only student

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 
-from textual.widgets import Input, Static
+from textual.widgets import Input, Static, TextArea
 
 from argtui.app import ArgtuiApp
 from argtui.cli import main
@@ -17,13 +17,18 @@ from argtui.config import load_config
 from engines.components.records import labelled_documents
 from engines.grice.questions import METRICS
 from engines.llm.embedded import EMBEDDED_MODEL_NAME
+from engines.student.drills import plan_drills
 from fakes import Gate, chat_reply
 from screens.ballot import BallotScreen
 from screens.debate import DebateScreen, MessageView
+from screens.drills import DrillsScreen
+from store.students import StudentRepository
 from store import Database
 from test_components_llm import PARAGRAPH, llama_env  # noqa: F401 (a fixture)
 from test_coach_screens import BALLOT_ANSWER, ballot_server, stored_debate, stored_students  # noqa: F401
 from test_debate_panels import SLOW, asks, debate_app, new_debate, send, shown
+from test_drills import MESSAGE as WORDY, weak_spot
+from test_terminal_sizes import settle
 
 FIRST = "School uniforms reduce bullying because nobody is mocked for their clothes."
 SECOND = "Parents also save money when every child wears the same simple clothes."
@@ -137,3 +142,32 @@ async def test_the_ballot_screen_counts_its_judgment_and_the_seconds_while_the_a
             gate.open()
         await until(pilot, lambda: screen.ballot is not None, timeout_s=60)
         assert not screen.query_one("#ballot-progress").display
+
+
+async def test_the_drills_screen_counts_the_judging_steps_and_the_seconds_while_the_judge_is_held(
+        fake_server, until):
+    gate = Gate(lambda body: chat_reply("yes"), lambda body: True)
+    fake_server.answer = gate
+    app = debate_app(fake_server)
+    ann = StudentRepository(app.services.db).add("Ann")
+    [rewrite] = await plan_drills(app.services.db, ann.id, [weak_spot("clarity", text=WORDY)], None)
+    async with app.run_test(size=(120, 40)) as pilot:
+        try:
+            screen = DrillsScreen(ann.id)
+            await app.push_screen(screen)
+            await settle(app, pilot)
+            screen.open(rewrite)
+            screen.query_one("#drill-answer", TextArea).text = "Uniforms cost families money every year."
+            await pilot.press("ctrl+r")
+
+            def result() -> str:
+                return str(screen.query_one("#drill-result", Static).render())
+
+            await until(pilot, lambda: gate.held >= 1 and "Drill 0 of 2 · " in result(), timeout_s=60)
+            assert "judging your answer" in result()
+            first = seconds_shown(result(), "Drill")
+            await until(pilot, lambda: (seconds_shown(result(), "Drill") or 0) > first, timeout_s=30)
+        finally:
+            gate.open()
+        await until(pilot, lambda: "Next due" in result(), timeout_s=60)
+        assert "Drill " not in result()

@@ -54,7 +54,15 @@ async def _run(runtime, args) -> int:
     from rich.text import Text
 
     from argtui.commands import output_console
-    from engines.student.drills import SKILL_KINDS, answer_drill, due_drills, plan_drills, student_drills
+    from argtui.progress import StepCounts, batch_progress_bar
+    from engines.student.drills import (
+        JUDGING_STEPS,
+        SKILL_KINDS,
+        answer_drill,
+        due_drills,
+        plan_drills,
+        student_drills,
+    )
     from engines.student.progress import student_progress
 
     student = _student(runtime.db, args.student)
@@ -83,7 +91,15 @@ async def _run(runtime, args) -> int:
     console.print(Text(drill.material), Text(drill.prompt, style="italic"), sep="\n\n")
     answer = args.answer if args.answer is not None else _read_answer()
     client = await runtime.client(args.judge) if drill.needs_model else None
-    result = await answer_drill(runtime, client, drill, answer)
+    counts = StepCounts(JUDGING_STEPS)
+    with batch_progress_bar(f"Judging drill {drill.id}") as show:  # on stderr: a model's judgment takes a while
+
+        def step(what: str) -> None:  # a step begins: the ones before it are done
+            show(counts)
+            counts.done += 1
+
+        result = await answer_drill(runtime, client, drill, answer, on_progress=step)
+        show(counts)
     score = "no score" if result.score is None else f"score {result.score:.2f}"
     console.print(Text.assemble(("\n" + result.grade_name, "bold"), f" ({score}): ", result.feedback))
     console.print(Text(f"next due {when(result.next_due)}"))

@@ -349,6 +349,9 @@ class DrillContext(TaskContext, Protocol):
     def debate_settings(self) -> DebateSettings: ...
 
 
+JUDGING_STEPS = 2  # the steps `answer_drill` reports: the judge, then the new schedule
+
+
 async def answer_drill(ctx: DrillContext, client: LLMClient | None, drill: Drill, answer: str,
                        on_progress: Callable[[str], None] | None = None, now: datetime | None = None) -> DrillResult:
     """Judge the answer (by the judge of the drill's kind), store it, and reschedule the drill by
