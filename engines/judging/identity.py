@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
 import tempfile
 from dataclasses import dataclass
 from functools import cached_property
@@ -19,7 +18,7 @@ from typing import Any, AsyncIterator, Collection, Sequence
 
 from engines.errors import ArgtuiError
 from engines.judging.digest import digest
-from engines.judging.task import Task, TaskItem
+from engines.judging.task import Task, declared
 from engines.llm.adapters import ADAPTERS, Constraint, json_schema_format
 from engines.llm.client import LLMClient, Message
 from engines.llm.profile import BackendProfile, Sampling
@@ -163,12 +162,6 @@ class ProbeContext:
         return FactSource(_NoPassages(), chosen, chosen)  # type: ignore[arg-type]
 
 
-def probe_item(task: Task, ctx: ProbeContext, options: Any) -> TaskItem:
-    """The task's probe item; for a task of the bare protocol, its draw with seed 0."""
-    declared = getattr(task, "probe_item", None)
-    return declared(ctx, options) if declared else task.draw(ctx, random.Random(0))
-
-
 _known: dict[tuple, str] = {}  # requests digests of this process, by what the probe depends on
 
 
@@ -177,7 +170,9 @@ async def requests_digest(task: Task, client: LLMClient, variant: str, options: 
     sends for its probe item (in a canonical order; "" for a judge that sends none): computed once
     per process for each task, variant, options, profile and model."""
     model = await client.model()
-    key = (task, variant, digest(options), client.profile.model_dump_json(), model)
+    kind = type(task)  # a task's instance may not be hashable
+    key = (kind.__module__, kind.__qualname__, task.name, variant, digest(options),
+           client.profile.model_dump_json(), model)
     if key not in _known:
         _known[key] = await _probe(task, client.profile, model, variant, options)
     return _known[key]
@@ -188,7 +183,7 @@ async def _probe(task: Task, profile: BackendProfile, model: str, variant: str, 
         async with RequestProbe(profile, model) as probe:
             ctx = ProbeContext(Path(folder), probe)
             try:
-                item = await asyncio.to_thread(probe_item, task, ctx, options)
+                item = await asyncio.to_thread(declared(task).probe_item, ctx, options)
                 try:
                     async with asyncio.timeout(PROBE_TIMEOUT_S):
                         await task.judge(ctx, item, variant, probe, options)
