@@ -130,7 +130,8 @@ async def test_the_configured_fact_source_is_part_of_the_inspire_judge(tmp_path)
             client = await runtime.client()
 
             async def judge_of():
-                return await judge_id(INSPIRE, client, "inspire", await INSPIRE.settled_options(runtime, InspireOptions()))
+                settled = await INSPIRE.settled_options(runtime, InspireOptions())
+                return await judge_id(INSPIRE, client, "inspire", settled)
 
             on_base = await judge_of()
             runtime.config.inspire = InspireSettings(facts=str(facts))
