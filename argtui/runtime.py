@@ -111,13 +111,16 @@ class Runtime:
         profile = self.config.profile(name)
         if profile.managed:
             server = await self.start_server(profile)
-            profile = profile.model_copy(update={"base_urls": [server.url]})
+            profile = profile.served_at(server.url, server.api_key)
         return profile
 
     async def client(self, name: str | None = None) -> LLMClient:
         profile = await self.resolve(name)
         client = self._clients.get(profile.name)
-        if client is None or client.profile.base_urls != profile.base_urls:
+        # A restarted server has another key, and mostly another port.
+        if client is None or (client.profile.base_urls, client.profile.api_key()) != (
+            profile.base_urls, profile.api_key()
+        ):
             from store import StoreError
             from store.llm_cache import ResponseCache
 

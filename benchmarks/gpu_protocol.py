@@ -202,6 +202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base-url", required=True, help="the OpenAI-compatible server, e.g. http://gpu:8000/v1")
     parser.add_argument("--model", required=True, help="the served model name")
+    parser.add_argument("--api-key-env", metavar="VAR", help="the environment variable holding the server's key")
     parser.add_argument("--kind", choices=("vllm", "llamacpp", "openai"), help="default: ask the server")
     parser.add_argument("--sample", type=int, default=200, metavar="N", help="pairs per dimension (default 200)")
     parser.add_argument("--prompt", nargs="+", choices=STRATEGIES, default=list(STRATEGIES))
@@ -212,7 +213,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.dry_run:
         args.sample, args.max_concurrency = 1, 4
     profile = BackendProfile(
-        name="gpu-protocol", kind=args.kind, base_urls=[args.base_url], model=args.model,
+        name="gpu-protocol", kind=args.kind, base_urls=[args.base_url], model=args.model, api_key_env=args.api_key_env,
         max_concurrency=args.max_concurrency, timeout_s=600,
     )
     measurement = asyncio.run(measure(profile, args.prompt, args.sample))

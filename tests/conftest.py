@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import secrets
 import uuid
 from pathlib import Path
 from typing import Iterator
@@ -13,6 +14,7 @@ import pytest
 
 from engines.datasets.shared import SHARED_DATA_ENV
 from engines.llm.embedded import EMBEDDED_MODEL_NAME, embedded_server
+from engines.llm.xllamacpp_server import API_KEY_ENV
 from engines.llm.profile import BackendProfile
 from engines.llm.servers import ManagedServer
 from engines.retrieval import RetrievalSettings, open_retriever
@@ -97,9 +99,24 @@ def fake_server() -> FakeServer:
         yield fake
 
 
+TEST_KEY_ENV = "ARGTUI_TEST_LLAMA_KEY"
+
+
+def session_server_key() -> str:
+    """The API key of the test session's llama-servers, one for all, in this process's environment so
+    that the argtui commands tests run in subprocesses send it too (their profiles name TEST_KEY_ENV)."""
+    return os.environ.setdefault(TEST_KEY_ENV, secrets.token_urlsafe(32))
+
+
+def with_test_key(server: ManagedServer) -> ManagedServer:
+    """`server`, not yet started, answering to the test session's key instead of its own."""
+    server.api_key = server.env[API_KEY_ENV] = session_server_key()
+    return server
+
+
 def running_embedded_server(folder: Path, *flags: str) -> Iterator[ManagedServer]:
     """A real embedded llama-server (SmolLM2) with extra command-line `flags`, ready while iterated."""
-    server = embedded_server(folder / "llama-server.log")
+    server = with_test_key(embedded_server(folder / "llama-server.log"))
     server.command += list(flags)
     server.start()
     try:
@@ -122,6 +139,7 @@ def llama_profile(llama_server) -> BackendProfile:
         kind="llamacpp",
         base_urls=[llama_server.url],
         model=EMBEDDED_MODEL_NAME,
+        api_key_env=TEST_KEY_ENV,
         max_concurrency=4,
         timeout_s=60,
     )

@@ -18,7 +18,7 @@ from engines.llm.servers import ManagedServer
 from store import Database
 from store.llm_batch import BatchRequests
 from store.llm_cache import LLMCacheEntry
-from conftest import running_embedded_server
+from conftest import TEST_KEY_ENV, running_embedded_server
 from test_grice import rad_files
 
 pytestmark = pytest.mark.llm
@@ -96,7 +96,7 @@ def read_requests(path: Path) -> list[BatchRequestLine]:
 def replay(requests: Path, results: Path, llama_server) -> None:
     """The batch runner: every line sent to the real server, the output file written."""
     root = llama_server.url.removesuffix("/v1")
-    subprocess.run([sys.executable, str(REPLAY), str(requests), str(results), "--server", root],
+    subprocess.run([sys.executable, str(REPLAY), str(requests), str(results), "--server", root, "--api-key-env", TEST_KEY_ENV],
                    check=True, capture_output=True, timeout=1800)
 
 

@@ -24,6 +24,7 @@ from engines.judging.task import TaskItem
 from engines.judging.verdict import JudgeId
 from engines.llm.client import LLMClient
 from screens.components import ComponentsScreen
+from conftest import TEST_KEY_ENV
 from store import Database
 from test_components_screen import wait_until
 
@@ -39,6 +40,7 @@ def llama_env(monkeypatch, llama_server):
     monkeypatch.setenv("ARGTUI_BASE_URL", llama_server.url)
     monkeypatch.setenv("ARGTUI_BACKEND_KIND", "llamacpp")
     monkeypatch.setenv("ARGTUI_MODEL", "SmolLM2-135M-Instruct")
+    monkeypatch.setenv("ARGTUI_API_KEY_ENV", TEST_KEY_ENV)
 
 
 @pytest.mark.shared_data

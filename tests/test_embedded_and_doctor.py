@@ -14,7 +14,7 @@ import pytest
 
 from argtui.cli import main
 from argtui.runtime import Runtime
-from engines.llm.embedded import EmbeddedUnavailable, find_llama_server, find_model
+from engines.llm.embedded import EmbeddedUnavailable, find_model, llama_server_command
 
 pytestmark = pytest.mark.llm
 
@@ -33,7 +33,7 @@ def test_doctor_json_reports_the_embedded_backend_ready(capsys):
 def test_missing_binary_gives_an_actionable_message(monkeypatch, capsys):
     monkeypatch.setenv("ARGTUI_LLAMA_SERVER", "/nonexistent/llama-server")
     with pytest.raises(EmbeddedUnavailable, match="ARGTUI_LLAMA_SERVER"):
-        find_llama_server()
+        llama_server_command()
     assert main(["doctor", "--json"]) == 1
     [backend] = json.loads(capsys.readouterr().out)["backends"]
     assert backend["reachable"] is False and "/nonexistent/llama-server" in backend["error"]

@@ -25,6 +25,7 @@ from engines.llm.embedded import EMBEDDED_MODEL_NAME, embedded_server
 from engines.llm.profile import BackendProfile
 from engines.llm.servers import ManagedServer, free_loopback_port
 from engines.tasks.debate_judges import TaskJudges
+from conftest import TEST_KEY_ENV, with_test_key
 from fakes import FakeServer, Reply, chat_reply, error_reply, stream_reply
 from store import Database
 from store.debates import DebateRepository
@@ -40,7 +41,7 @@ def started_requests(log: Path) -> int:
 
 
 def serve(log: Path, port: int) -> ManagedServer:
-    server = embedded_server(log, port=port)
+    server = with_test_key(embedded_server(log, port=port))
     server.start()
     asyncio.run(server.wait_ready(timeout_s=120))
     return server
@@ -69,6 +70,7 @@ def test_the_real_server_killed_mid_batch_pauses_the_run_and_the_rerun_asks_only
     server = serve(first_log, port)
     load_config().add_backend(BackendProfile(
         name="local", kind="llamacpp", base_urls=[server.url], model=EMBEDDED_MODEL_NAME, retries=0, timeout_s=60,
+        api_key_env=TEST_KEY_ENV,
     ))
     try:
         process = pairwise_run(argtui_home)

@@ -15,7 +15,7 @@ from argtui.config import load_config
 from argtui.runtime import Runtime
 from engines.debate.levels import default_level
 from engines.llm.client import LLMClient
-from engines.llm.embedded import find_llama_server, find_model
+from engines.llm.embedded import find_model, llama_server_command
 from engines.llm.profile import BackendProfile, Sampling
 from engines.llm.servers import free_loopback_port
 from engines.pairwise.judge import JudgeSettings, judge_pair
@@ -34,7 +34,7 @@ def _build_script():
 def _system_info() -> str:
     """The installed llama-server's system_info line: the CPU kernels it loaded (printed at
     verbosity 4, as it starts)."""
-    command = [str(find_llama_server()), "--model", str(find_model()), "--port", str(free_loopback_port()),
+    command = [*llama_server_command(), "--model", str(find_model()), "--port", str(free_loopback_port()),
                "--verbosity", "4"]
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as server:
         try:

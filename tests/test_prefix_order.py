@@ -20,7 +20,7 @@ from collections import Counter
 import httpx
 import pytest
 
-from conftest import REPO_ROOT, write_rad_debates
+from conftest import REPO_ROOT, TEST_KEY_ENV, write_rad_debates
 from engines.datasets.rad import read_rad_debates
 from engines.grice import METRICS, GriceContext, context_of_turn, judge_turn, prompt_pool
 from engines.grice.judge import judge_messages, methods_for
@@ -211,7 +211,8 @@ async def test_shared_layout_metric_calls_after_the_first_reuse_the_debate_block
         judged = await judge_turn(client, fresh, "BEST", rationale=False, layout="shared")
     root = llama_server.url.removesuffix("/v1")
     async with httpx.AsyncClient() as http:
-        answer = await http.post(f"{root}/tokenize", json={"content": render_dialogue(fresh)})
+        answer = await http.post(f"{root}/tokenize", json={"content": render_dialogue(fresh)},
+                                 headers=llama_server.headers)
     block_tokens = len(answer.json()["tokens"])
     for metric in METRICS[1:]:
         usage = judged.metrics[metric].usage
@@ -277,7 +278,8 @@ def test_gpu_protocol_reads_vllm_and_llama_server_counters():
 @pytest.mark.llm
 def test_gpu_protocol_dry_run_against_the_embedded_server(llama_server, capsys):
     protocol = _gpu_protocol()
-    assert protocol.main(["--base-url", llama_server.url, "--model", "SmolLM2-135M-Instruct", "--dry-run",
+    assert protocol.main(["--base-url", llama_server.url, "--api-key-env", TEST_KEY_ENV,
+                          "--model", "SmolLM2-135M-Instruct", "--dry-run",
                           "--prompt", "zero", "few"]) == 0
     out = capsys.readouterr().out
     lines = {line.split()[0]: line for line in out.splitlines()[1:]}

