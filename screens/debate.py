@@ -39,6 +39,7 @@ from engines.debate.messages import count_words, split_message, trim_message
 from engines.debate.exchange import (
     BotProgress,
     CoachFailed,
+    CoachProgress,
     CoachScored,
     CoachStarted,
     ComponentLabelled,
@@ -481,7 +482,7 @@ class DebateScreen(MountedScreen):
             self._show_methods()
         elif isinstance(event, ReplyStarted):
             message = self._started_reply(event)
-        elif isinstance(event, CoachStarted | CoachScored | CoachFailed):
+        elif isinstance(event, CoachStarted | CoachProgress | CoachScored | CoachFailed):
             self._coach(event)
             return
         elif isinstance(event, ExchangeDone):
@@ -552,7 +553,7 @@ class DebateScreen(MountedScreen):
         elif isinstance(event, LabellingFailed):
             message.state, message.status, message.components = TurnState.FAILED, event.error, None
         elif isinstance(event, GriceStarted):
-            message.grice, message.grice_error = GriceRecord(strategy=event.strategy), ""  # no maxim yet: "Grice 0 of 4"
+            message.grice, message.grice_error = GriceRecord(strategy=event.strategy), ""  # no maxim yet
             message.grice_started = time.perf_counter()
         elif isinstance(event, MaximJudged):
             judged = message.grice  # GriceStarted came first
@@ -565,10 +566,12 @@ class DebateScreen(MountedScreen):
             message.grice_error, message.grice_started = event.error, None
             self._say(Text(f"Grice judging failed: {event.error}", style="red"))
 
-    def _coach(self, event: CoachStarted | CoachScored[TurnJudgment] | CoachFailed) -> None:
+    def _coach(self, event: CoachStarted | CoachProgress | CoachScored[TurnJudgment] | CoachFailed) -> None:
         panel = self.query_one(CoachPanel)
         if isinstance(event, CoachStarted):
             panel.post_message(CoachPanel.Scoring())
+        elif isinstance(event, CoachProgress):
+            panel.post_message(CoachPanel.Progress(event.done, event.total))
         elif isinstance(event, CoachScored):
             panel.post_message(CoachPanel.Scored(event.judgment, event.debate_overall))
         else:

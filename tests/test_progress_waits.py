@@ -1,5 +1,6 @@
-"""Every wait shows what is done and for how long: the Debate screen's Grice judging and labelling
-count their maxims and components as they finish while their clock ticks, the student's message
+"""Every wait shows what is done and for how long: the Debate screen's Grice judging, labelling and
+Coach count their maxims, components and score parts as they finish while their clock ticks, as do a
+drill's judging and the ballot, the student's message
 shows before the bot answers; `argtui components` says its progress on stderr, never on --json's stdout;
 on the embedded model it labels with the Debate screen's method, and a method whose answers cannot fit
 the model's context is refused before any request."""
@@ -22,6 +23,7 @@ from fakes import Gate, chat_reply
 from screens.ballot import BallotScreen
 from screens.debate import DebateScreen, MessageView
 from screens.drills import DrillsScreen
+from screens.widgets.coach import CoachPanel
 from store.students import StudentRepository
 from store import Database
 from test_components_llm import PARAGRAPH, llama_env  # noqa: F401 (a fixture)
@@ -171,3 +173,22 @@ async def test_the_drills_screen_counts_the_judging_steps_and_the_seconds_while_
             gate.open()
         await until(pilot, lambda: "Next due" in result(), timeout_s=60)
         assert "Drill " not in result()
+
+
+async def test_the_coach_counts_the_parts_of_its_score_while_one_is_held(argtui_home, fake_server, until):
+    gate = Gate(lambda body: chat_reply("yes"),
+                lambda body: "Translate the reasoning" in str(body["messages"][-1].get("content")))
+    fake_server.answer = gate
+    async with debate_app(fake_server).run_test(size=(120, 40)) as pilot:
+        try:
+            screen, _message, _reply = await send(pilot, argtui_home, until)
+            panel = screen.query_one(CoachPanel)
+            # The subjective scores and the fact check are in; the logic check waits at the gate.
+            await until(pilot, lambda: "Coach 2 of 3 · " in shown(panel.content), timeout_s=120)
+            assert gate.held >= 1 and panel.in_progress and not panel.judgments
+            first = seconds_shown(shown(panel.content), "Coach")
+            await until(pilot, lambda: (seconds_shown(shown(panel.content), "Coach") or 0) > first, timeout_s=30)
+        finally:
+            gate.open()
+        await until(pilot, lambda: not panel.in_progress, timeout_s=120)
+        assert "Coach 2 of 3" not in shown(panel.content)

@@ -66,8 +66,11 @@ class LiveJudges(Protocol[CoachJudgment]):
         """The Grice maxims of a bot reply; `on_maxim` is told each maxim's judgment as it finishes."""
         ...
 
-    async def coach(self, debate_id: int, turn: StoredTurn) -> tuple[CoachJudgment, float | None]:
-        """The Coach's judgment of a student message and the debate's overall score since."""
+    async def coach(
+        self, debate_id: int, turn: StoredTurn, on_part: Callable[[int, int], None] | None = None,
+    ) -> tuple[CoachJudgment, float | None]:
+        """The Coach's judgment of a student message and the debate's overall score since; `on_part`
+        is told (parts done, parts in all) as each part of the score finishes."""
         ...
 
 
@@ -163,6 +166,15 @@ class CoachStarted:
 
 
 @dataclass(frozen=True)
+class CoachProgress:
+    """A part of the Coach's score of the message finished: `done` of `total` are."""
+
+    turn: StoredTurn
+    done: int
+    total: int
+
+
+@dataclass(frozen=True)
 class CoachScored(Generic[CoachJudgment]):
     turn: StoredTurn
     judgment: CoachJudgment
@@ -208,7 +220,7 @@ class ExchangeDone(Generic[CoachJudgment]):
 
 ExchangeEvent = (
     MessageStored | ReplyStarted | BotProgress | ReplyStored | LabellingStarted | ComponentLabelled | LabelsStored
-    | LabellingFailed | GriceStarted | MaximJudged | GriceStored | GriceFailed | CoachStarted
+    | LabellingFailed | GriceStarted | MaximJudged | GriceStored | GriceFailed | CoachStarted | CoachProgress
     | CoachScored[CoachJudgment] | CoachFailed | ExchangeDone[CoachJudgment]
 )  # generic: ExchangeEvent[TurnJudgment] is an event of an exchange whose Coach gives TurnJudgment
 Emit = Callable[[ExchangeEvent[CoachJudgment]], None]
@@ -382,7 +394,8 @@ class DebateExchange(Generic[CoachJudgment]):
             await asyncio.wait(after)
         try:
             with clock.timed("coach"):
-                judgment, overall = await self.judges.coach(self.session.debate.id, turn)
+                judgment, overall = await self.judges.coach(
+                    self.session.debate.id, turn, lambda done, total: emit(CoachProgress(turn, done, total)))
         except (ArgtuiError, StoreError) as exc:
             emit(CoachFailed(turn, one_line(exc)))
             return

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import statistics
-from typing import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Awaitable, Callable, Collection, Mapping, Sequence, TypeVar
 
 from pydantic import BaseModel, ConfigDict, computed_field
 from sqlmodel import select
@@ -55,6 +56,17 @@ DIMENSIONS = (*SUBJECTIVE, LOGICAL, SUPPORTED)
 DIMENSION_TITLES = {**TITLES, LOGICAL: "logical validity", SUPPORTED: "supported by the argument base"}
 NOT_MEASURED = "not measured for this turn"  # what a dimension without a score reads as
 STORED_DEBATE = "debate:"  # item keys of stored debates' turns: debate:<id>/<position>
+SCORE_PARTS = ("subjective", "logic", "facts")  # what `score_text` runs at once, each told as it finishes
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ScoreProgress:
+    """A part of a text's InspireScore finished (`SCORE_PARTS`): `done` of `total` are."""
+
+    part: str
+    done: int
+    total: int = len(SCORE_PARTS)
 
 
 class DerivationRecord(BaseModel):
@@ -267,18 +279,30 @@ async def check_logic(client: LLMClient, topic: str, text: str) -> LogicResult:
 async def score_text(
     client: LLMClient, retriever: Retriever, topic: str, text: str, dialogue: Sequence[tuple[str, str]] = (),
     exclude_evidence: Collection[str] = (), facts_source: str = ARGUMENT_BASE,
+    on_part: Callable[[ScoreProgress], None] | None = None,
 ) -> InspireScore:
     """The InspireScore of `text` said in a debate on `topic` after `dialogue` ((role, text),
     role "user" for the student, "assistant" for the bot). Claims are checked against `retriever`
     (named `facts_source`), never with the arguments `exclude_evidence` (those the turn retrieved
     or quoted) nor the passages the text quotes as evidence. The subjective call, the logic
-    translation and the fact extraction run concurrently."""
+    translation and the fact extraction run concurrently; `on_part` is told as each finishes."""
     stopwatch = Stopwatch()
+    done = 0
+
+    async def part(name: str, work: Awaitable[T]) -> T:
+        nonlocal done
+        result = await work
+        done += 1
+        if on_part is not None:
+            on_part(ScoreProgress(name, done))
+        return result
+
+    subjective_part, logic_part, facts_part = SCORE_PARTS
     with UsageMeter().counting() as meter:
         (subjective, _), logic, (facts, _) = await asyncio.gather(
-            subjective_scores(client, topic, text, dialogue),
-            check_logic(client, topic, text),
-            check_facts(client, retriever, topic, text, exclude_evidence, facts_source),
+            part(subjective_part, subjective_scores(client, topic, text, dialogue)),
+            part(logic_part, check_logic(client, topic, text)),
+            part(facts_part, check_facts(client, retriever, topic, text, exclude_evidence, facts_source)),
         )
     return InspireScore(subjective=subjective, logic=logic, facts=facts, usage=meter.usage, seconds=stopwatch.seconds)
 

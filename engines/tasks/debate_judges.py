@@ -75,10 +75,15 @@ class TaskJudges:
         return (StoredJudgment(GRICE.name, judged.judge.name, (judged.item.key,)),
                 GriceRecord.of_verdict(judged.verdict))
 
-    async def coach(self, debate_id: int, turn: StoredTurn) -> tuple[TurnJudgment, float | None]:
+    async def coach(
+        self, debate_id: int, turn: StoredTurn, on_part: Callable[[int, int], None] | None = None,
+    ) -> tuple[TurnJudgment, float | None]:
         # The inspire task loads numpy and the retriever's checks: imported with the first score.
         from engines.tasks.inspire import TASK as INSPIRE
 
-        judgment = await INSPIRE.score_stored_turn(self.ctx, self.client, debate_id, turn.position)
+        judgment = await INSPIRE.score_stored_turn(
+            self.ctx, self.client, debate_id, turn.position,
+            on_part=None if on_part is None else lambda part: on_part(part.done, part.total),
+        )
         overall = await asyncio.to_thread(inspire_scores_by_debate, self.ctx.db)
         return judgment, overall.get(debate_id)

@@ -16,7 +16,7 @@ import asyncio
 import math
 import random
 from pathlib import Path
-from typing import Any, Iterable, Literal, Sequence
+from typing import Any, Callable, Iterable, Literal, Sequence
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -33,6 +33,7 @@ from engines.inspire.score import (
     DIMENSIONS,
     TASK_NAME,
     InspireScore,
+    ScoreProgress,
     debate_score,
     score_text,
     stored_turn_key,
@@ -41,7 +42,7 @@ from engines.inspire.subjective import TEMPERATURE, DimensionScore, expected_sco
 from engines.judging.evaluate import TaskRun
 from engines.judging.judge_one import judge_one
 from engines.judging.store import JudgmentStore
-from engines.judging.task import ReportTable, TaskBase, TaskContext, TaskItem, TaskReport, VariantName
+from engines.judging.task import PartHook, ReportTable, TaskBase, TaskContext, TaskItem, TaskReport, VariantName
 from engines.judging.verdict import JudgeId, Verdict
 from engines.judging.verify import (
     Mismatch,
@@ -334,12 +335,13 @@ class InspireTask(TaskBase):
         return max(1, math.ceil(client.profile.max_concurrency / 3))
 
     async def judge(
-        self, ctx: TaskContext, item: TaskItem, variant: str, client: LLMClient, options: InspireOptions
+        self, ctx: TaskContext, item: TaskItem, variant: str, client: LLMClient, options: InspireOptions,
+        on_part: Callable[[ScoreProgress], None] | None = None,
     ) -> Verdict:
         turn: InspireItem = item.payload
         facts = await ctx.fact_source(options.facts)
         score = await score_text(client, facts.retriever, turn.topic, turn.text, turn.dialogue, turn.evidence,
-                                 facts.name)
+                                 facts.name, on_part)
         candidates = await self._candidates(ctx, client, facts, turn, options.candidates, options.seed)
         judgment = TurnJudgment(
             debate=turn.debate, position=turn.position, role=turn.role, topic=turn.topic, user_side=turn.user_side,
@@ -354,15 +356,23 @@ class InspireTask(TaskBase):
             usage=usage, seconds=score.seconds,
         )
 
-    async def score_stored_turn(self, ctx: TaskContext, client: LLMClient, debate_id: int, position: int
-                                ) -> TurnJudgment:
+    async def judge_in_parts(
+        self, ctx: TaskContext, item: TaskItem, variant: str, client: LLMClient, options: InspireOptions,
+        on_part: PartHook,
+    ) -> Verdict:
+        """Each part of the turn's score (`ScoreProgress`) told as it finishes."""
+        return await self.judge(ctx, item, variant, client, options, on_part)
+
+    async def score_stored_turn(self, ctx: TaskContext, client: LLMClient, debate_id: int, position: int,
+                                on_part: Callable[[ScoreProgress], None] | None = None) -> TurnJudgment:
         """Score the turn at stored `position` of a debate and store it as `argtui eval inspire --debate ID`
-        does: the same judge, item key and verdict, so that command judges it no more."""
+        does: the same judge, item key and verdict, so that command judges it no more. `on_part` is told
+        each part of the score as it finishes."""
         found = next((item for turn, item in _stored(ctx, debate_id) if turn.position == position), None)
         if found is None:
             raise ArgtuiError(f"debate {debate_id} has no turn {position} in its dialogue to score")
         # The command's defaults, settled as it settles them.
-        judged = await judge_one(ctx, self, client, VARIANT, InspireOptions(), _task_item(found))
+        judged = await judge_one(ctx, self, client, VARIANT, InspireOptions(), _task_item(found), on_part=on_part)
         return turn_judgment(judged.verdict)
 
     async def _candidates(self, ctx: TaskContext, client: LLMClient, facts: FactSource, turn: InspireItem,

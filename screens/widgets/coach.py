@@ -118,10 +118,17 @@ class CoachPanel(Static):
     """The latest scored message of the student, with a status line above it while scoring (the
     seconds ticking) or after a failure."""
 
-    TICK_S = 1.0  # the "checking… N s" status advances at this pace
+    TICK_S = 1.0  # the "Coach 1 of 3 · N s" status advances at this pace
 
     class Scoring(Message, bubble=False):
         """A message is being scored."""
+
+    class Progress(Message, bubble=False):
+        """A part of the score finished: `done` of `total` are."""
+
+        def __init__(self, done: int, total: int) -> None:
+            super().__init__()
+            self.done, self.total = done, total
 
     class Scored(Message, bubble=False):
         def __init__(self, judgment: TurnJudgment, debate_overall: float | None) -> None:
@@ -151,6 +158,7 @@ class CoachPanel(Static):
         )
         self.set_reactive(CoachPanel.status, self._idle_status)
         self._checking_since: float | None = None  # while a score runs
+        self._parts: tuple[int, int] | None = None  # the latest score's parts done and in all, once one is
         self._clock: Timer | None = None
 
     def on_mount(self) -> None:
@@ -176,10 +184,12 @@ class CoachPanel(Static):
 
     def _show_checking(self) -> None:
         if self._checking_since is not None:
-            self.status = Text(f"Coach: checking… {time.monotonic() - self._checking_since:.0f} s", style="dim")
+            seconds = f"{time.monotonic() - self._checking_since:.0f} s"
+            self.status = Text(f"Coach {self._parts[0]} of {self._parts[1]} · {seconds}" if self._parts
+                               else f"Coach: checking… {seconds}", style="dim")
 
     def _stop_clock(self) -> None:
-        self._checking_since = None
+        self._checking_since, self._parts = None, None
         if self._clock is not None:
             self._clock.stop()
             self._clock = None
@@ -189,6 +199,10 @@ class CoachPanel(Static):
         if self._checking_since is None:  # the clock counts from the first of the scores running
             self._checking_since = time.monotonic()
             self._clock = self.set_interval(self.TICK_S, self._show_checking)
+        self._show_checking()
+
+    def on_coach_panel_progress(self, message: Progress) -> None:
+        self._parts = (message.done, message.total)
         self._show_checking()
 
     def on_coach_panel_scored(self, message: Scored) -> None:
