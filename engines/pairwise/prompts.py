@@ -11,6 +11,7 @@ the templates' labels within its line.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 from engines.judging.quoting import inline
@@ -105,6 +106,7 @@ class FewShotExamples:
     tie: ExamplePair
 
 
+@lru_cache(maxsize=4096)  # an argument is in many pairs: a batch run quoted each one dozens of times
 def quoted(text: str) -> str:
     """An argument as the templates take it: on one line, their labels in it defused."""
     return inline(text, labels=TEMPLATE_LABELS)
