@@ -23,6 +23,8 @@ from fakes import Gate, chat_reply
 from screens.ballot import BallotScreen
 from screens.debate import DebateScreen, MessageView
 from screens.drills import DrillsScreen
+from screens.home import HomeScreen
+from screens.students import StudentPickerScreen
 from screens.widgets.coach import CoachPanel
 from store.students import StudentRepository
 from store import Database
@@ -48,7 +50,7 @@ async def test_the_reply_line_counts_the_maxims_judged_and_the_seconds_while_one
     fake_server.answer = gate
     async with debate_app(fake_server).run_test(size=(120, 40)) as pilot:
         try:
-            _screen, _message, reply = await send(pilot, argtui_home, until)
+            screen, _message, reply = await send(pilot, argtui_home, until)
             done = f"Grice {len(METRICS) - 1} of {len(METRICS)}"
             await until(pilot, lambda: done in shown(reply.render()), timeout_s=120)
             assert reply.message.grice is not None and SLOW not in reply.message.grice.metrics  # still held
@@ -58,6 +60,11 @@ async def test_the_reply_line_counts_the_maxims_judged_and_the_seconds_while_one
             assert first is not None
             await until(pilot, lambda: (seconds_shown(shown(reply.render()), "Grice") or 0) > first, timeout_s=30)
             assert done in shown(reply.render())
+            # The judging does not hold the next message: it is sent and shown while the maxim waits.
+            screen.query_one("#message", Input).value = SECOND
+            await pilot.press("enter")
+            await until(pilot, lambda: any(SECOND in shown(view.render()) for view in screen.query(MessageView)))
+            assert SLOW not in reply.message.grice.metrics
         finally:
             gate.open()
         await until(pilot, lambda: reply.message.grice_started is None, timeout_s=60)
@@ -192,3 +199,24 @@ async def test_the_coach_counts_the_parts_of_its_score_while_one_is_held(argtui_
             gate.open()
         await until(pilot, lambda: not panel.in_progress, timeout_s=120)
         assert "Coach 2 of 3" not in shown(panel.content)
+
+
+async def test_the_student_picker_never_comes_up_over_another_screen_and_home_s_opens_it(closed_backend):
+    app = ArgtuiApp()
+    [ann, _ben] = stored_students(app, "Ann", "Ben")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(app, pilot)
+        assert isinstance(app.screen, StudentPickerScreen)  # offered at start, on Home
+        await pilot.press("escape")
+        await settle(app, pilot)
+        await app.push_screen(DrillsScreen(ann.id))  # the user went on before the database answered
+        await settle(app, pilot)
+        app._choose_student()  # what the database's opening does once it is open
+        await settle(app, pilot)
+        assert isinstance(app.screen, DrillsScreen)
+        app.pop_screen()
+        await settle(app, pilot)
+        assert isinstance(app.screen, HomeScreen)
+        await pilot.press("s")
+        await pilot.pause()
+        assert isinstance(app.screen, StudentPickerScreen)
