@@ -154,7 +154,7 @@ async def _planned(runtime: Runtime, fill: Fill, asked: set[str]) -> _Planned:
     """The fill's run, with the calls it takes: its items the judge has not stored, judged with every
     request the cache does not answer recorded, not sent (`deferring`, as --export-requests does)."""
     from argtui.commands.eval import prepare_run
-    from engines.judging.evaluate import judge_id
+    from engines.judging.judge_one import settle
     from engines.judging.store import JudgmentStore
     from engines.judging.task import task as registered
     from engines.llm.batch import RequestDeferred, deferring
@@ -164,18 +164,18 @@ async def _planned(runtime: Runtime, fill: Fill, asked: set[str]) -> _Planned:
     stored_options, options = (model.from_values({**fill.values, **changes, "variant": [fill.variant]})
                                for changes in ({}, fill.changes))
     client = await runtime.client(fill.judge.profile)
-    if await judge_id(task, client, fill.variant, await task.settled_options(runtime, stored_options)) != fill.judge:
+    if (await settle(runtime, task, client, fill.variant, stored_options)).judge != fill.judge:
         raise ArgtuiError(f"profile {fill.judge.profile!r} with its stored run's options is no longer this judge "
                           "(its model, prompts or a default changed): a run now would judge as another judge")
-    settled = await task.settled_options(runtime, options)
+    settled = await settle(runtime, task, client, fill.variant, options)
     items, _ = prepare_run(runtime, task, options)
-    judge = await judge_id(task, client, fill.variant, settled)
+    judge = settled.judge
     stored = JudgmentStore(runtime.db, task.name).load(judge, items)
     with deferring(client) as log:
         for item in items:
             if item.key not in stored:
                 try:
-                    await task.judge(runtime, item, fill.variant, client, settled)
+                    await settled.ask(runtime, item)
                 except RequestDeferred:
                     pass
     ids = {request.custom_id for request in log.requests} - asked
