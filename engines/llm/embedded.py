@@ -46,8 +46,8 @@ def _file_from_environment(variable: str) -> Path | None:
 
 def llama_server_command() -> list[str]:
     """The command that starts a llama-server, before its flags: the binary ARGTUI_LLAMA_SERVER
-    names, else the one `./install.sh --build-server` built, else xllamacpp's, run by the launcher
-    module with this Python (the package's own binary wrapper would not forward SIGTERM)."""
+    names, else the one `./install.sh --build-server` built (run directly: its package's Python
+    wrapper does not forward SIGTERM), else xllamacpp's, run by the launcher module with this Python."""
     override = _file_from_environment(BINARY_ENV)
     if override:
         return [str(override)]
