@@ -62,10 +62,6 @@ def judge_variant(method: str, seed: int) -> str:
     return f"{method}/seed{seed}" if method == "mad" and seed else method
 
 
-def method_of(variant: str) -> str:
-    return variant.partition("/")[0]
-
-
 def answer_detail(result: ComponentResult) -> str:
     """How the label was reached, for people: the Manager, the debate and the Judge; or the reasoning."""
     cut = f" (cut at the token limit: {', '.join(result.truncated)})" if result.truncated else ""
@@ -110,7 +106,7 @@ def verdict_of(result: ComponentResult) -> Verdict:
 
 
 def result_of(verdict: Verdict, method: str) -> ComponentResult:
-    """The inverse of `verdict_of` (`method`: the judge's, see `method_of`)."""
+    """The inverse of `verdict_of` (`method`: the code of the judge's variant)."""
     data = verdict.data or {}
     span = data["span"]
     return ComponentResult(
@@ -204,6 +200,6 @@ def document_components(db: Database, entry: LabelledDocument) -> list[StoredCom
     verdicts = store.latest(entry.judge, entry.items)
     wanted = set(entry.items)
     gold = {item: reference for item, reference, _ in store.labelled(entry.judge) if item in wanted}
-    method = method_of(entry.judge.variant)
+    method = entry.judge.variant_parts.code
     components = [StoredComponent(result_of(verdict, method), gold.get(key)) for key, verdict in verdicts.items()]
     return sorted(components, key=lambda component: component.result.span.start)

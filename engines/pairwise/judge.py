@@ -21,7 +21,7 @@ import json
 from dataclasses import dataclass
 from typing import Awaitable, Callable, Literal, Sequence
 
-from engines.judging.verdict import Verdict
+from engines.judging.verdict import JudgeVariant, Verdict
 from engines.llm import adapters
 from engines.llm.client import LLMClient
 from engines.llm.profile import Sampling
@@ -67,7 +67,7 @@ class JudgeSettings:
 
 def mode_of_variant(variant: str) -> str:
     """The judge mode of a stored variant name ("few/runs3@t1" → "runs")."""
-    mode = variant.split("/", 1)[-1].split("@", 1)[0]
+    mode = JudgeVariant.read(variant).qualifier.partition("@")[0]  # the qualifier's "@t1" is its temperature
     return "runs" if mode.startswith("runs") else mode
 
 

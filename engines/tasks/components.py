@@ -40,7 +40,6 @@ from engines.components.formatting import excerpt
 from engines.components.records import (
     document_part,
     judge_variant,
-    method_of,
     result_of,
     save_labelled_text,
     store_essays,
@@ -291,7 +290,7 @@ class ComponentsTask(TaskBase):
         self, ctx: TaskContext, judge: JudgeId, items: Sequence[TaskItem], verdicts: dict[str, Verdict],
         options: ComponentOptions, run_id: int,
     ) -> ComponentReport:
-        method = method_of(judge.variant)
+        method = judge.variant_parts.code
         results = {item.key: result_of(verdicts[item.key], method) for item in items if item.key in verdicts}
         evaluation = evaluate(items, results)
         report = evaluation.report
