@@ -46,7 +46,8 @@ from engines.components.records import (
 )
 from engines.datasets.ukp_essays import DATA_ENV, Essay, EssayComponent, load_ukp_essays
 from engines.errors import ArgtuiError
-from engines.judging.evaluate import judge_id, run_task
+from engines.judging.evaluate import run_task
+from engines.judging.identity import judge_id
 from engines.judging.store import JudgmentStore
 from engines.judging.task import default_options
 from engines.judging.verdict import JudgeId, Verdict

@@ -34,7 +34,7 @@ from engines.debate.levels import get_level
 from engines.debate.opponent import FALLBACK_STEP, StepStarted
 from engines.debate.records import DebateRecords, GriceRecord
 from engines.debate.session import DebateSession, JudgingChoice
-from engines.judging.evaluate import judge_id
+from engines.judging.identity import judge_id
 from engines.judging.store import JudgmentStore
 from engines.judging.task import default_options
 from engines.llm.client import LLMClient

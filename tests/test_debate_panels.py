@@ -19,7 +19,7 @@ from engines.debate.exchange import DebateExchange, GriceStarted, GriceStored, M
 from engines.debate.records import DebateRecords
 from engines.debate.session import DebateSession, JudgingChoice
 from engines.grice.questions import METRICS, QUESTIONS
-from engines.judging.evaluate import judge_id
+from engines.judging.identity import judge_id
 from engines.judging.store import JudgmentStore
 from engines.judging.task import default_options
 from engines.llm.client import LLMClient

@@ -21,7 +21,7 @@ from engines.inspire.fact_sources import fact_statements, open_fact_source
 from engines.inspire.facts import ARGUMENT_BASE, FactCheck, check_facts, judge_claim, quotes, states_word_for_word
 from engines.inspire.score import DIMENSION_TITLES, DIMENSIONS, SUPPORTED
 from engines.inspire.settings import InspireSettings
-from engines.judging.evaluate import judge_id
+from engines.judging.identity import judge_id
 from engines.judging.store import JudgmentStore
 from engines.llm.client import LLMClient
 from engines.retrieval.elastic import ElasticsearchRetriever, connect_elasticsearch

@@ -14,7 +14,7 @@ import engines.grice.prompts as grice_prompts
 from argtui.runtime import Runtime
 from engines.inspire.settings import InspireSettings
 from engines.judging import identity
-from engines.judging.evaluate import judge_id
+from engines.judging.identity import judge_id
 from engines.judging.options import TaskOptions
 from engines.judging.task import TaskItem, default_options
 from engines.judging.verdict import Verdict

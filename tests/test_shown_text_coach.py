@@ -6,7 +6,6 @@ Markdown), and drills (a conclusion one premise gives alone is circular)."""
 
 from __future__ import annotations
 
-import pytest
 
 from engines.debate.records import DebateRecords
 from engines.inspire.coaching import claim_sentence, not_measured_reason

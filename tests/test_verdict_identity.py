@@ -18,7 +18,8 @@ from argtui.cli import main
 from argtui.runtime import Runtime
 from engines.datasets.ukp_essays import Essay, EssayComponent
 from engines.judging import identity
-from engines.judging.evaluate import judge_id, run_task
+from engines.judging.evaluate import run_task
+from engines.judging.identity import judge_id
 from engines.judging.runner import RunSpec, run_tracked
 from engines.judging.store import JudgmentStore
 from engines.judging.options import TaskOptions

@@ -6,11 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from engines.judging.digest import canonical, sampling_digest
-from engines.judging.identity import requests_digest
+from engines.judging.judge_one import settle
 from engines.judging.runner import RunOutcome, RunProgress, RunSpec, run_tracked
 from engines.judging.store import JudgmentStore
-from engines.judging.task import Option, Task, TaskContext, TaskItem, TaskReport
+from engines.judging.task import Task, TaskContext, TaskItem, TaskReport
 from engines.judging.verdict import JudgeId, Verdict
 from engines.llm.client import LLMClient
 from engines.llm.embedded import reproducibility
@@ -22,33 +21,6 @@ class TaskRun:
     judge: JudgeId
     outcome: RunOutcome
     report: TaskReport
-
-
-async def judge_id(task: Task, client: LLMClient, variant: str, options: Any) -> JudgeId:
-    """The identity of `client` judging `task` with `variant`: the model, the options that change
-    answers and the settings the judge runs with (`task.judge_settings`), the requests the judge
-    sends for its probe item (`engines.judging.identity`: every prompt text, token cap and answer
-    schema) and the sampling the profile adds to every call, so a change of any of them is a new judge."""
-    # Every option that changes answers at the value it has, defaults included: a changed default
-    # is a new judge as well, and needs no renaming of the judges stored before it.
-    judge_options = {
-        option.name: _effective(option, getattr(options, option.name, None))
-        for option in task.options
-        if option.judge_option
-    }
-    settings = getattr(task, "judge_settings", lambda variant, options: None)(variant, options)
-    if settings is not None:
-        judge_options["settings"] = canonical(settings)
-    return JudgeId.of(
-        client.profile.name, await client.model(), task.judge_variant(variant, options), judge_options,
-        prompts=await requests_digest(task, client, variant, options), sampling=sampling_digest(client.profile.sampling),
-    )
-
-
-def _effective(option: Option, value: Any) -> Any:
-    if option.kind == "flag":
-        return value is True
-    return option.default if value is None else value
 
 
 async def run_task(
@@ -66,8 +38,6 @@ async def run_task(
 ) -> TaskRun:
     """Judge the items not yet judged (a tracked, resumable run; with `retry_invalid` those judged
     invalid too, asking the backend anew), then score every verdict."""
-    from engines.judging.judge_one import settle  # which takes the judge's identity from here
-
     settled = await settle(ctx, task, client, variant, options)
     spec = RunSpec(
         task.name, settled.judge, selection or {},

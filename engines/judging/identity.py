@@ -1,7 +1,7 @@
 """What a judge asks, as a digest: the task's own judge run on its fixed probe item against a
 client that sends nothing, every request it would send recorded.
 
-A judge's identity (`engines.judging.evaluate.judge_id`) carries this digest, so any change to
+A judge's identity (`judge_id`, below) carries this digest, so any change to
 what reaches the model (a prompt's text, public or private, a token cap, an answer schema built
 at run time, the sampling) is a new judge, with no list of what to watch kept by hand.
 """
@@ -17,8 +17,10 @@ from pathlib import Path
 from typing import Any, AsyncIterator, Collection, Sequence
 
 from engines.errors import ArgtuiError
-from engines.judging.digest import digest
+from engines.judging.digest import canonical, digest, sampling_digest
+from engines.judging.options import Option
 from engines.judging.task import Task, declared
+from engines.judging.verdict import JudgeId
 from engines.llm.adapters import ADAPTERS, Constraint, json_schema_format
 from engines.llm.client import LLMClient, Message
 from engines.llm.profile import BackendProfile, Sampling
@@ -198,3 +200,30 @@ async def _probe(task: Task, profile: BackendProfile, model: str, variant: str, 
             finally:
                 ctx.close()
     return digest([model, requests], 8) if requests else ""
+
+
+async def judge_id(task: Task, client: LLMClient, variant: str, options: Any) -> JudgeId:
+    """The identity of `client` judging `task` with `variant`: the model, the options that change
+    answers and the settings the judge runs with (`task.judge_settings`), the requests the judge
+    sends for its probe item (`engines.judging.identity`: every prompt text, token cap and answer
+    schema) and the sampling the profile adds to every call, so a change of any of them is a new judge."""
+    # Every option that changes answers at the value it has, defaults included: a changed default
+    # is a new judge as well, and needs no renaming of the judges stored before it.
+    judge_options = {
+        option.name: _effective(option, getattr(options, option.name, None))
+        for option in task.options
+        if option.judge_option
+    }
+    settings = declared(task).judge_settings(variant, options)
+    if settings is not None:
+        judge_options["settings"] = canonical(settings)
+    return JudgeId.of(
+        client.profile.name, await client.model(), task.judge_variant(variant, options), judge_options,
+        prompts=await requests_digest(task, client, variant, options), sampling=sampling_digest(client.profile.sampling),
+    )
+
+
+def _effective(option: Option, value: Any) -> Any:
+    if option.kind == "flag":
+        return value is True
+    return option.default if value is None else value

@@ -15,7 +15,7 @@ import asyncio
 from dataclasses import dataclass, replace
 from typing import Any, Awaitable, Callable, TypeVar
 
-from engines.judging.evaluate import judge_id
+from engines.judging.identity import judge_id
 from engines.judging.store import JudgmentStore
 from engines.judging.task import PartHook, Task, TaskContext, TaskItem
 from engines.judging.verdict import JudgeId, Verdict
