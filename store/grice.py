@@ -30,13 +30,13 @@ def _now() -> datetime:
 
 class GriceReason(SQLModel, table=True):
     __tablename__ = "grice_reason"
-    __table_args__ = (UniqueConstraint("metric", "k", "judge_model", "pool_digest"),)
+    __table_args__ = (UniqueConstraint("metric", "k", "judge_model", "asked_digest"),)
 
     id: int | None = Field(default=None, primary_key=True)
     metric: str
     k: int
     judge_model: str
-    pool_digest: str
+    asked_digest: str
     reasons_yes: str
     reasons_no: str
     raw: str = ""
@@ -50,25 +50,25 @@ class GriceRepository:
         self._db = db
 
     @staticmethod
-    def _reason_row(session: Session, metric: str, k: int, judge_model: str, pool_digest: str) -> GriceReason | None:
+    def _reason_row(session: Session, metric: str, k: int, judge_model: str, asked_digest: str) -> GriceReason | None:
         return session.exec(
             select(GriceReason).where(
                 GriceReason.metric == metric, GriceReason.k == k,
-                GriceReason.judge_model == judge_model, GriceReason.pool_digest == pool_digest,
+                GriceReason.judge_model == judge_model, GriceReason.asked_digest == asked_digest,
             )
         ).first()
 
-    def get_reasons(self, metric: str, k: int, judge_model: str, pool_digest: str) -> tuple[str, str] | None:
+    def get_reasons(self, metric: str, k: int, judge_model: str, asked_digest: str) -> tuple[str, str] | None:
         with self._db.read() as session:
-            row = self._reason_row(session, metric, k, judge_model, pool_digest)
+            row = self._reason_row(session, metric, k, judge_model, asked_digest)
             return (row.reasons_yes, row.reasons_no) if row else None
 
     def put_reasons(
-        self, metric: str, k: int, judge_model: str, pool_digest: str, reasons_yes: str, reasons_no: str, raw: str
+        self, metric: str, k: int, judge_model: str, asked_digest: str, reasons_yes: str, reasons_no: str, raw: str
     ) -> None:
         with self._db.session() as session:
-            row = self._reason_row(session, metric, k, judge_model, pool_digest) or GriceReason(
-                metric=metric, k=k, judge_model=judge_model, pool_digest=pool_digest,
+            row = self._reason_row(session, metric, k, judge_model, asked_digest) or GriceReason(
+                metric=metric, k=k, judge_model=judge_model, asked_digest=asked_digest,
                 reasons_yes=reasons_yes, reasons_no=reasons_no,
             )
             row.reasons_yes, row.reasons_no, row.raw = reasons_yes, reasons_no, raw

@@ -27,7 +27,7 @@ from sqlmodel import SQLModel
 
 from store.identity import judge_name, options_digest
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 _VERSION_TABLE = "argtui_schema"
 
 
@@ -178,6 +178,15 @@ def _v6_to_v7(conn: Connection) -> None:
     conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS ix_debate_student_id ON debate (student_id)")
 
 
+def _v7_to_v8(conn: Connection) -> None:
+    """Analyzer stage-1 reasons are kept by what stage 1 asked (its prompt, samplings and schema), no
+    longer by the example pool alone: the reasons kept before cannot say what asked for them, so
+    they are dropped, and are derived again when first needed."""
+    if has_tables(conn, "grice_reason"):
+        conn.exec_driver_sql("DROP TABLE grice_reason")
+    SQLModel.metadata.tables["grice_reason"].create(conn)
+
+
 def _rebuild_sqlite_table(conn: Connection, table: str) -> None:
     """Give an SQLite table the shape its model has now (SQLite cannot change a unique key in place):
     a new table of that shape gets the rows of the old one, whose columns it has."""
@@ -199,7 +208,7 @@ def _add_column(conn: Connection, table: str, column: str, declaration: str) -> 
 
 
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {
-    1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5, 5: _v5_to_v6, 6: _v6_to_v7,
+    1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5, 5: _v5_to_v6, 6: _v6_to_v7, 7: _v7_to_v8,
 }
 
 

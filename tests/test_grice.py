@@ -45,9 +45,10 @@ from engines.grice.prompts import (
     analyzer_stage1_messages,
     render_dialogue,
 )
-from engines.grice.reasons import AnalyzerReasons
+from engines.grice import prompts as grice_prompts
+from engines.grice.reasons import AnalyzerReasons, ReasonCache, asked_digest
 from engines.grice.types import GriceJudgment, MetricJudgment
-from engines.judging.evaluate import judge_id
+from engines.judging.identity import judge_id
 from engines.judging.store import JudgmentStore
 from engines.judging.task import default_options, task
 from engines.judging.verdict import JudgeId
@@ -267,8 +268,22 @@ def test_reasons_are_stored_once_per_metric_k_model_and_pool(db):
     repo.put_reasons("quality", 3, "m", "p", "k3 yes", "k3 no", "{}")
     assert repo.get_reasons("quality", 5, "m", "p") == ("yes again", "no again")
     assert repo.get_reasons("quality", 3, "m", "p") == ("k3 yes", "k3 no")
-    assert repo.get_reasons("quality", 5, "m", "other pool") is None
+    assert repo.get_reasons("quality", 5, "m", "other stage 1") is None
     assert repo.reasons_count() == 2
+
+
+def test_reasons_derived_by_an_edited_stage_1_are_not_reused(db, monkeypatch):
+    pool, repo = prompt_pool(), GriceRepository(db)
+
+    def key() -> tuple[str, int, str, str]:
+        asked = grice_prompts.analyzer_stage1_messages(
+            "quality", pool.examples_for("quality", 1, 5), pool.examples_for("quality", 0, 5))
+        return ("quality", 5, "m", asked_digest(asked))
+
+    repo.put_reasons(*key(), "yes reason", "no reason", "{}")
+    assert ReasonCache(repo)._lookup(key()) == AnalyzerReasons(yes="yes reason", no="no reason")
+    monkeypatch.setattr(grice_prompts, "ANALYZER_STAGE1_TEMPLATE", grice_prompts.ANALYZER_STAGE1_TEMPLATE + " ")
+    assert ReasonCache(repo)._lookup(key()) is None
 
 
 # ---------------------------------------------------------------- schema 1 → the judgment table

@@ -37,7 +37,7 @@ def test_the_fixture_is_a_schema_1_database():
 def test_opening_migrates_runs_to_name_their_task(v1_database):
     db = Database(v1_database)
     try:
-        assert db.schema_version == SCHEMA_VERSION == 7
+        assert db.schema_version == SCHEMA_VERSION == 8
         runs = {run.task: run for run in RunRepository(db).list()}
         assert set(runs) == {"pairwise", "critiques", "grice", "components"}
         assert all(run.state == RunState.DONE for run in runs.values())

@@ -167,7 +167,7 @@ def test_a_schema_6_database_keeps_its_debates_and_gains_students(db_url):
     db.close()
     db = Database(db_url)
     try:
-        assert db.schema_version == SCHEMA_VERSION == 7
+        assert db.schema_version == SCHEMA_VERSION == 8
         with db.read() as session:
             columns = {column["name"] for column in inspect(session.connection()).get_columns("debate")}
         assert {"student_id", "ended_at"} <= columns

@@ -243,7 +243,7 @@ def test_a_schema_5_database_keeps_its_judges_and_stores_new_content_beside_the_
     db.close()
     db = Database(db_url)
     try:
-        assert db.schema_version == SCHEMA_VERSION == 7
+        assert db.schema_version == SCHEMA_VERSION == 8
         store = JudgmentStore(db, "components")
         assert {stored.judge for stored in store.judges()} == {plain, optioned}  # from columns, names unchanged
         assert store.latest(optioned) == {"essay1/T1": Verdict(label="Premise")}

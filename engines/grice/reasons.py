@@ -16,6 +16,7 @@ from typing import Protocol
 from pydantic import BaseModel, Field
 
 from engines.grice.pool import ExamplePool
+from engines.judging.digest import digest
 from engines.grice.prompts import analyzer_stage1_messages
 from engines.llm.client import LLMClient
 from engines.llm.profile import Sampling
@@ -38,10 +39,10 @@ class AnalyzerReasons(BaseModel):
 class ReasonStore(Protocol):
     """Persistent storage of stage-1 reasons (implemented by `store.grice.GriceRepository`)."""
 
-    def get_reasons(self, metric: str, k: int, judge_model: str, pool_digest: str) -> tuple[str, str] | None: ...
+    def get_reasons(self, metric: str, k: int, judge_model: str, asked_digest: str) -> tuple[str, str] | None: ...
 
     def put_reasons(
-        self, metric: str, k: int, judge_model: str, pool_digest: str, reasons_yes: str, reasons_no: str, raw: str
+        self, metric: str, k: int, judge_model: str, asked_digest: str, reasons_yes: str, reasons_no: str, raw: str
     ) -> None: ...
 
 
@@ -53,7 +54,13 @@ class ReasonsResult:
     usage: Usage = Usage()  # of the stage-1 calls this request made (none when the reasons were cached)
 
 
-ReasonKey = tuple[str, int, str, str]  # metric, k, judge model, pool digest
+ReasonKey = tuple[str, int, str, str]  # metric, k, judge model, what stage 1 asks (`asked_digest`)
+
+
+def asked_digest(messages: list[dict[str, str]]) -> str:
+    """What stage 1 asks, as a digest: its prompt (the pool's examples in it), its samplings and its
+    answer's schema, so reasons derived by an edited stage 1 are never reused for another."""
+    return digest([messages, STAGE1_ATTEMPTS, AnalyzerReasons.model_json_schema()])
 
 
 class ReasonCache:
@@ -67,7 +74,8 @@ class ReasonCache:
         self.stage1_calls = 0  # over the cache's lifetime
 
     async def reasons(self, client: LLMClient, metric: str, k: int, pool: ExamplePool) -> ReasonsResult:
-        key: ReasonKey = (metric, k, await client.model(), pool.digest)
+        messages = analyzer_stage1_messages(metric, pool.examples_for(metric, 1, k), pool.examples_for(metric, 0, k))
+        key: ReasonKey = (metric, k, await client.model(), asked_digest(messages))
         cached = self._lookup(key)
         if cached is not None:
             return ReasonsResult(cached, "", None)
@@ -78,7 +86,7 @@ class ReasonCache:
         if task is not None:
             shared = await asyncio.shield(task)
             return ReasonsResult(shared.reasons, shared.raw, shared.error)
-        task = asyncio.ensure_future(self._derive(client, key, pool))
+        task = asyncio.ensure_future(self._derive(client, key, messages))
         self._pending[key] = task
         task.add_done_callback(lambda _: self._pending.pop(key, None))
         return await asyncio.shield(task)
@@ -91,11 +99,7 @@ class ReasonCache:
             self._memory[key] = AnalyzerReasons(yes=stored[0], no=stored[1])
         return self._memory.get(key)
 
-    async def _derive(self, client: LLMClient, key: ReasonKey, pool: ExamplePool) -> ReasonsResult:
-        metric, k, _, _ = key
-        messages = analyzer_stage1_messages(
-            metric, pool.examples_for(metric, 1, k), pool.examples_for(metric, 0, k)
-        )
+    async def _derive(self, client: LLMClient, key: ReasonKey, messages: list[dict[str, str]]) -> ReasonsResult:
         asked = await structured_until_valid(client, messages, AnalyzerReasons, STAGE1_ATTEMPTS)
         self.stage1_calls += asked.attempts
         result, usage = asked.result, asked.usage
