@@ -27,7 +27,7 @@ from store.debates import DebateRepository
 
 CLAIM = "School uniforms should be mandatory"
 SIGILL_REASON = ("llama-server was killed by SIGILL (illegal instruction) while starting: "
-                 "its build does not match this CPU; run ./install.sh again")
+                 "its build does not match this CPU; build one for it: ./install.sh --build-server")
 
 
 @pytest.fixture

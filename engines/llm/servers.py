@@ -29,7 +29,8 @@ class ServerStartError(ArgtuiError):
 
 # What a signal that ended a server most likely means, and what to do about it.
 SIGNAL_ADVICE = {
-    signal.SIGILL: ("illegal instruction", "its build does not match this CPU; run ./install.sh again"),
+    signal.SIGILL: ("illegal instruction",
+                    "its build does not match this CPU; build one for it: ./install.sh --build-server"),
     signal.SIGKILL: ("killed", "the system may have run out of memory, or another program stopped it; "
                                "close other programs or use a smaller model"),
     signal.SIGSEGV: ("segmentation fault", "it crashed; its log below says where"),
