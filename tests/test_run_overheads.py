@@ -75,3 +75,27 @@ async def test_a_run_hands_the_garbage_collector_back_as_it_found_it_whether_it_
     with pytest.raises(RunFailed):
         await run_tracked(db, RunSpec("toy", spec.judge, {"other": 1}), [TaskItem("broken", "", "")], judge)
     assert gc.get_threshold() == thresholds and gc.get_freeze_count() == 0
+
+
+async def test_runs_at_once_keep_the_collector_raised_until_the_last_ends(db):
+    thresholds = gc.get_threshold()
+    first_done, seen_after = asyncio.Event(), []
+
+    async def quick(item: TaskItem) -> Verdict:
+        return Verdict(label="yes")
+
+    async def slow(item: TaskItem) -> Verdict:
+        await first_done.wait()
+        seen_after.append((gc.get_threshold()[0], gc.get_freeze_count() > 0))
+        return Verdict(label="yes")
+
+    judge = JudgeId.of("prof", "model-x", "v1")
+
+    async def first() -> None:
+        await asyncio.sleep(0.05)  # the second run is under way by then
+        await run_tracked(db, RunSpec("toy", judge, {"run": 1}), [TaskItem("a", "", "")], quick)
+        first_done.set()
+
+    await asyncio.gather(first(), run_tracked(db, RunSpec("toy", judge, {"run": 2}), [TaskItem("b", "", "")], slow))
+    assert seen_after == [(seen_after[0][0], True)] and seen_after[0][0] > thresholds[0]
+    assert gc.get_threshold() == thresholds and gc.get_freeze_count() == 0

@@ -33,6 +33,7 @@ import asyncio
 import gc
 import logging
 import signal
+import threading
 import time
 import traceback
 from contextlib import asynccontextmanager, contextmanager, nullcontext
@@ -255,22 +256,39 @@ async def run_tracked(
     return RunOutcome(run, final, verdicts, counts["now"], stopwatch.seconds, kept_invalid)
 
 
-@contextmanager
-def _fewer_collections() -> Iterator[None]:
-    """The cyclic garbage collector's scans kept from a run's hot path: the objects that exist when
-    it starts (the modules, a loaded corpus) are left out of them (frozen objects are not freed, so
-    they are handed back at its end), and young objects are collected every `RUN_GC_YOUNG`
+class _FewerCollections:
+    """The cyclic garbage collector's scans kept from the runs' hot path: the objects that exist when
+    a run starts (the modules, a loaded corpus) are left out of them (frozen objects are not freed,
+    so they are handed back at its end), and young objects are collected every `RUN_GC_YOUNG`
     allocations instead of 700. At hundreds of verdicts a second the full collections scanned the
     old objects over and over, and the young ones the calls in flight: together a fifth of a batch
-    run's client time."""
-    thresholds = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(RUN_GC_YOUNG, *thresholds[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*thresholds)
-        gc.unfreeze()
+    run's client time. Runs at once (in the app) share this: the last to end restores the collector
+    as the first found it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._runs = 0
+        self._found: tuple[int, ...] = gc.get_threshold()
+
+    @contextmanager
+    def __call__(self) -> Iterator[None]:
+        with self._lock:
+            if not self._runs:
+                self._found = gc.get_threshold()
+                gc.freeze()
+                gc.set_threshold(RUN_GC_YOUNG, *self._found[1:])
+            self._runs += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._runs -= 1
+                if not self._runs:
+                    gc.set_threshold(*self._found)
+                    gc.unfreeze()
+
+
+_fewer_collections = _FewerCollections()
 
 
 @asynccontextmanager
