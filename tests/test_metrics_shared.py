@@ -62,3 +62,46 @@ def test_bootstrap_leaves_undefined_resamples_out_and_needs_no_spread_for_one_un
     assert (one.estimate, one.low, one.high, one.resamples) == (0.0, 0.0, 0.0, 50)
     unsampled = bootstrap_ci(spread, len(values), resamples=0)
     assert unsampled.estimate == 2.0 and np.isnan(unsampled.low) and np.isnan(unsampled.high)
+
+
+def _scipy_percentile_interval(statistic, n_units, *, resamples, level, seed, vectorized):
+    """scipy.stats.bootstrap's percentile interval, NaN resamples left out (what bootstrap_ci used to call)."""
+    result = stats.bootstrap(
+        (np.arange(n_units),), (lambda idx, axis: statistic(idx)) if vectorized else statistic,
+        n_resamples=resamples, vectorized=vectorized, confidence_level=level, method="percentile",
+        rng=np.random.default_rng(seed),
+    )
+    low, high = result.confidence_interval
+    if np.isnan(low) or np.isnan(high):
+        low, high = stats.quantile(
+            result.bootstrap_distribution, [(1 - level) / 2, (1 + level) / 2], nan_policy="omit"
+        )
+    return float(low), float(high)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore::scipy.stats.DegenerateDataWarning")
+@pytest.mark.parametrize("seed", [0, 7])
+@pytest.mark.parametrize("level", [0.95, 0.9, 0.68])
+def test_bootstrap_intervals_are_scipys_to_the_last_digit(seed, level):
+    rng = np.random.default_rng(seed + 100)
+    x = np.round(rng.normal(size=40), 1)  # ties, as scores have
+    y = np.round(x + rng.normal(size=40), 1)
+    few = np.array([0.0, 0.0, 1.0, 2.5])  # small: many resamples repeat one value (undefined spread)
+
+    def pearson_rows(rows):
+        return np.array([np.corrcoef(x[r], y[r])[0, 1] for r in rows])
+
+    def spread(idx):
+        return float(np.std(few[idx])) if np.ptp(few[idx]) > 0 else float("nan")
+
+    cases = [
+        (lambda idx: float(x[idx].mean()), len(x), False, 500),
+        (pearson_rows, len(x), True, 300),
+        (spread, len(few), False, 400),
+    ]
+    for statistic, n_units, vectorized, resamples in cases:
+        ours = bootstrap_ci(statistic, n_units, resamples=resamples, level=level, seed=seed, vectorized=vectorized)
+        expected = _scipy_percentile_interval(
+            statistic, n_units, resamples=resamples, level=level, seed=seed, vectorized=vectorized
+        )
+        assert (ours.low, ours.high) == expected

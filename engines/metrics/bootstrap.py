@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import Callable
 
@@ -41,23 +40,32 @@ def bootstrap_ci(
     estimate = float(statistic(units[None, :])[0] if vectorized else statistic(units))
     if resamples < 1:
         return Interval(estimate, float("nan"), float("nan"), level, resamples)
-    if n_units == 1:  # scipy needs two units; every resample of one unit is that unit
+    if n_units == 1:  # every resample of one unit is that unit
         return Interval(estimate, estimate, estimate, level, resamples)
-    from scipy import stats  # imported here: it takes half a second, and the app starts without it
+    # scipy.stats.bootstrap's percentile method, step for step (the same draws from the seed, the
+    # same quantile arithmetic: the same intervals, tests/test_metrics_shared.py), without
+    # importing scipy.stats, which costs a report more than a second
+    rows = np.random.default_rng(seed).integers(0, n_units, (resamples, n_units))
+    with np.errstate(invalid="ignore"):
+        values = statistic(rows) if vectorized else np.array([statistic(row) for row in rows], dtype=float)
+    alpha = (1 - level) / 2
+    low, high = _percentiles(values, np.array([alpha, 1 - alpha]))
+    return Interval(estimate, low, high, level, resamples)
 
-    with warnings.catch_warnings(), np.errstate(invalid="ignore"):
-        # scipy warns when NaN resamples make its interval NaN (they are left out below)
-        # and when a single resample leaves its standard error (unused here) undefined
-        warnings.simplefilter("ignore", stats.DegenerateDataWarning)
-        warnings.filterwarnings("ignore", "Degrees of freedom", RuntimeWarning)
-        result = stats.bootstrap(
-            (units,), (lambda indices, axis: statistic(indices)) if vectorized else statistic,
-            n_resamples=resamples, vectorized=vectorized, confidence_level=level,
-            method="percentile", rng=np.random.default_rng(seed),
-        )
-    low, high = result.confidence_interval
-    if np.isnan(low) or np.isnan(high):
-        low, high = stats.quantile(
-            result.bootstrap_distribution, [(1 - level) / 2, (1 + level) / 2], nan_policy="omit"
-        )
-    return Interval(estimate, float(low), float(high), level, resamples)
+
+def _percentiles(values: np.ndarray, p: np.ndarray) -> tuple[float, float]:
+    """scipy.stats.quantile(values, p, nan_policy="omit") with its default (linear) method, in its
+    arithmetic (numpy's quantile interpolates otherwise, which moves the last digit): NaN values
+    (resamples where the statistic is undefined) are left out."""
+    ordered = np.sort(values[~np.isnan(values)])
+    n = len(ordered)
+    if n == 0:
+        return float("nan"), float("nan")
+    position = p * n + (1 - p)
+    upper = position // 1
+    weight = position % 1
+    lower = upper - 1
+    weight[lower < 0] = 0
+    lower, upper = np.clip(lower, 0, n - 1).astype(np.int64), np.clip(upper, 0, n - 1).astype(np.int64)
+    low, high = (1 - weight) * ordered[lower] + weight * ordered[upper]
+    return float(low), float(high)
