@@ -24,16 +24,16 @@ def add_backend_flags(parser: argparse.ArgumentParser) -> None:
 def benchmark_profile(args: argparse.Namespace, max_concurrency: int) -> Iterator[BackendProfile]:
     """A profile for the server the flags name, the embedded one running while it is open."""
     server = None
-    base_url = args.base_url
+    base_url, key = args.base_url, None
     if base_url is None:
         server = embedded_server(Path(tempfile.mkdtemp()) / "llama-server.log")
         server.start()
     try:
         if server is not None:
             asyncio.run(server.wait_ready())
-            base_url = server.url
+            base_url, key = server.url, server.api_key
         yield BackendProfile(name="bench", kind=args.kind, base_urls=[base_url], model=args.model,
-                             max_concurrency=max_concurrency, timeout_s=600)
+                             max_concurrency=max_concurrency, timeout_s=600).served_at(base_url, key)
     finally:
         if server is not None:
             server.stop()

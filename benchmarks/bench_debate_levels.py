@@ -113,7 +113,7 @@ async def main(levels: list[int], sequential: bool) -> dict:
     server.start()
     try:
         await server.wait_ready()
-        profile = embedded_profile().model_copy(update={"base_urls": [server.url]})
+        profile = embedded_profile().served_at(server.url, server.api_key)
         one_at_a_time = profile.model_copy(update={"max_concurrency": 1})
         retriever = await open_retriever(RetrievalSettings(), folder / "data")
         os.environ["ARGTUI_HOME"] = str(folder)  # the judgments go to the folder's database

@@ -52,9 +52,9 @@ def server_speed(log: Path, skip: int) -> tuple[float | None, int]:
     return (sum(t for _, t in mine) / milliseconds * 1000 if milliseconds else None), len(found)
 
 
-async def level(url: str, essay, spans, calls: int, budget: int) -> dict:
+async def level(url: str, key: str | None, essay, spans, calls: int, budget: int) -> dict:
     profile = BackendProfile(name="embedded-bench", kind="llamacpp", base_urls=[url], model=EMBEDDED_MODEL_NAME,
-                             max_concurrency=calls, timeout_s=24 * 3600, retries=0)
+                             max_concurrency=calls, timeout_s=24 * 3600, retries=0).served_at(url, key)
     async with LLMClient(profile) as client:
 
         async def one(index: int) -> dict:
@@ -87,7 +87,7 @@ async def measure(data: Path, levels: list[int], budget: int) -> dict:
         await server.wait_ready(timeout_s=300)
         logged = 0
         for calls in levels:
-            row = await level(server.url, essay, spans, calls, budget)
+            row = await level(server.url, server.api_key, essay, spans, calls, budget)
             row["server_tokens_per_s"], logged = server_speed(server.log_path, logged)
             row["load_average"] = os.getloadavg()[0]
             rows.append(row)

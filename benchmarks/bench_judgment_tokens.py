@@ -178,9 +178,9 @@ def run(args: argparse.Namespace) -> dict:
                                     layout=layout)
         return judge
 
-    def profile(url: str, name: str) -> BackendProfile:
+    def profile(url: str, name: str, key: str | None = None) -> BackendProfile:
         return BackendProfile(name=name, kind=args.kind, base_urls=[url], model=args.model,
-                              max_concurrency=MAX_CONCURRENCY, timeout_s=300)
+                              max_concurrency=MAX_CONCURRENCY, timeout_s=300).served_at(url, key)
 
     async def on_server(cache: bool, work):
         """`work(profile)` on a fresh embedded server (an empty prompt cache), or on --base-url."""
@@ -190,7 +190,7 @@ def run(args: argparse.Namespace) -> dict:
         server.start()
         try:
             await server.wait_ready()
-            return await work(profile(server.url, f"bench-cache-{'on' if cache else 'off'}"))
+            return await work(profile(server.url, f"bench-cache-{'on' if cache else 'off'}", server.api_key))
         finally:
             server.stop()
 

@@ -35,6 +35,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--alias", default="")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--no-cache-prompt", action="store_true")
+    parser.add_argument("--metrics", action="store_true", help="serve the counters at /metrics")
     parser.add_argument("--poll", type=int, default=0, help="0: sleep instead of spinning while waiting for work")
     parser.add_argument("--cors-origins", default=NO_ORIGIN)
     parser.add_argument("--no-cors-credentials", action="store_true")
@@ -53,6 +54,7 @@ def server_params(args: argparse.Namespace, api_key: str | None):
     params.n_parallel = args.parallel
     params.n_ctx = args.ctx_size
     params.cache_prompt = not args.no_cache_prompt
+    params.endpoint_metrics = args.metrics
     if args.alias:
         params.model_alias = {args.alias}
     if args.threads:
