@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import hashlib
 import json
 from datetime import date, datetime
 from pathlib import PurePath
-from typing import Any
+from typing import Any, Callable
 
 from pydantic import BaseModel
 
@@ -19,29 +20,54 @@ from engines.llm.profile import Sampling
 def canonical(value: Any) -> Any:
     """`value` as plain JSON values: dataclasses and pydantic models as their fields, tuples and
     sets as lists (sets sorted), paths and times as text. Anything else is a TypeError."""
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, enum.Enum):
-        return canonical(value.value)
-    if isinstance(value, BaseModel):
-        return {name: canonical(getattr(value, name)) for name in type(value).model_fields}
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {field.name: canonical(getattr(value, field.name)) for field in dataclasses.fields(value)}
-    if isinstance(value, dict):
-        return {str(key): canonical(item) for key, item in sorted(value.items(), key=lambda pair: str(pair[0]))}
-    if isinstance(value, (list, tuple)):
-        return [canonical(item) for item in value]
-    if isinstance(value, (set, frozenset)):
-        return sorted((canonical(item) for item in value), key=_encoded)
-    if isinstance(value, PurePath):
-        return value.as_posix()
-    if isinstance(value, (datetime, date)):
-        return value.isoformat()
+    return _canonical_form(type(value))(value)
+
+
+@functools.cache
+def _canonical_form(kind: type) -> Callable[[Any], Any]:
+    """How `canonical` turns a value of `kind` into plain JSON values, decided once per type: a
+    batch run digests thousands of items made of the same few types."""
+    if kind is type(None) or issubclass(kind, (bool, int, float, str)):
+        return _itself
+    if issubclass(kind, enum.Enum):
+        return lambda value: canonical(value.value)
+    if issubclass(kind, BaseModel):
+        return _fields_of(tuple(kind.model_fields))
+    if dataclasses.is_dataclass(kind) and not issubclass(kind, type):
+        return _fields_of(tuple(field.name for field in dataclasses.fields(kind)))
+    if issubclass(kind, dict):
+        return lambda value: {
+            str(key): canonical(item) for key, item in sorted(value.items(), key=lambda pair: str(pair[0]))
+        }
+    if issubclass(kind, (list, tuple)):
+        return lambda value: [canonical(item) for item in value]
+    if issubclass(kind, (set, frozenset)):
+        return lambda value: sorted((canonical(item) for item in value), key=_encoded)
+    if issubclass(kind, PurePath):
+        return PurePath.as_posix
+    if issubclass(kind, (datetime, date)):
+        return lambda value: value.isoformat()
+    return _refused
+
+
+def _itself(value: Any) -> Any:
+    return value
+
+
+def _fields_of(names: tuple[str, ...]) -> Callable[[Any], dict[str, Any]]:
+    return lambda value: {name: canonical(getattr(value, name)) for name in names}
+
+
+def _refused(value: Any) -> Any:
     raise TypeError(f"no canonical form for a {type(value).__name__}")
 
 
+# json.dumps with these options builds this encoder on every call
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def _encoded(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _ENCODER.encode(value)
 
 
 def digest(value: Any, length: int = 16) -> str:
