@@ -30,11 +30,16 @@ def run_with_runtime(work: Callable[[Runtime], Awaitable[T]]) -> T:
     """Run `work` on a fresh Runtime in its own event loop, always closing it."""
     from argtui.runtime import Runtime  # imported when a command runs, not when `argtui --help` lists them
 
-    async def runner() -> T:
+    result: list[T] = []
+
+    async def runner() -> None:
         runtime = Runtime()
         try:
-            return await work(runtime)
+            result.append(await work(runtime))
         finally:
             await runtime.aclose()
 
-    return asyncio.run(runner())
+    # The result is kept out of the main task: on Python 3.11, asyncio.run's check of the SIGINT
+    # handler formats that task, result and all (every verdict of a batch run: a quarter second).
+    asyncio.run(runner())
+    return result[0]
