@@ -15,7 +15,7 @@ from typing import Hashable, Mapping, Sequence
 
 import numpy as np
 
-from engines.metrics.bootstrap import Interval, bootstrap_ci
+from engines.metrics.bootstrap import Interval, bootstrap_intervals
 from engines.metrics.classification import INVALID
 
 NAN = float("nan")
@@ -46,11 +46,11 @@ class ScoreAgreement:
 CORRELATIONS = ("pearson", "spearman", "kendall")
 
 
-def _correlation(name: str, x: np.ndarray, y: np.ndarray) -> float:
-    """NaN where undefined (fewer than 2 items or a constant vector)."""
+def _correlations(x: np.ndarray, y: np.ndarray) -> list[float]:
+    """Pearson, Spearman and Kendall; NaN where undefined (fewer than 2 items or a constant vector)."""
     if len(x) < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:
-        return NAN
-    return float(_resampled_correlations(name, x, y, np.arange(len(x))[None, :])[0])
+        return [NAN] * len(CORRELATIONS)
+    return [float(r) for r in _resampled_correlations(x, y, np.arange(len(x))[None, :])[0]]
 
 
 def score_agreement(x: Sequence[float], y: Sequence[float]) -> ScoreAgreement:
@@ -59,11 +59,12 @@ def score_agreement(x: Sequence[float], y: Sequence[float]) -> ScoreAgreement:
     if x.shape != y.shape:
         raise ValueError(f"score vectors differ in length: {len(x)} vs {len(y)}")
     diff = x - y
+    pearson, spearman, kendall = _correlations(x, y)
     return ScoreAgreement(
         n=len(x),
-        pearson=_correlation("pearson", x, y),
-        spearman=_correlation("spearman", x, y),
-        kendall=_correlation("kendall", x, y),
+        pearson=pearson,
+        spearman=spearman,
+        kendall=kendall,
         mae=float(np.mean(np.abs(diff))) if len(x) else NAN,
         rmse=float(np.sqrt(np.mean(diff**2))) if len(x) else NAN,
     )
@@ -72,27 +73,30 @@ def score_agreement(x: Sequence[float], y: Sequence[float]) -> ScoreAgreement:
 def correlation_intervals(
     x: Sequence[float], y: Sequence[float], *, resamples: int = 1000, level: float = 0.95, seed: int = 0
 ) -> dict[str, Interval]:
-    """Percentile bootstrap intervals for Pearson, Spearman and Kendall, resampling items."""
+    """Percentile bootstrap intervals for Pearson, Spearman and Kendall, resampling items (the
+    three over the same resamples, as three bootstraps of the same seed would draw them)."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    return {
-        name: bootstrap_ci(
-            lambda rows, name=name: _resampled_correlations(name, x, y, rows),
-            len(x), resamples=resamples, level=level, seed=seed, vectorized=True,
-        )
-        for name in CORRELATIONS
-    }
+    intervals = bootstrap_intervals(
+        lambda rows: _resampled_correlations(x, y, rows), len(x), resamples=resamples, level=level, seed=seed,
+    )
+    return dict(zip(CORRELATIONS, intervals))
 
 
-def _resampled_correlations(name: str, x: np.ndarray, y: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """The correlation of x and y on each row of indices (one bootstrap resample per row), all
-    rows at once; NaN where undefined (a resample with a constant vector)."""
-    if name == "kendall":
-        return _resampled_kendall(x, y, rows)
-    if name == "spearman":  # Pearson of the ranks
-        counts = _draw_counts(rows, len(x))
-        x, y = _resampled_ranks(x, rows, counts), _resampled_ranks(y, rows, counts)
-    else:
-        x, y = x[rows], y[rows]
+def _resampled_correlations(x: np.ndarray, y: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Pearson, Spearman and Kendall (the columns, in CORRELATIONS' order) of x and y on each row
+    of indices (one bootstrap resample per row), all rows at once; NaN where undefined (a
+    resample with a constant vector). The draw counts and tie groups are shared."""
+    counts = _draw_counts(rows, len(x))
+    x_ties, y_ties = _ResampledTies(x, counts), _ResampledTies(y, counts)
+    return np.stack([
+        _pearson(x[rows], y[rows]),
+        _pearson(x_ties.ranks(rows), y_ties.ranks(rows)),  # Spearman: Pearson of the ranks
+        _resampled_kendall(x, y, counts, x_ties, y_ties, rows.shape[1]),
+    ], axis=1)
+
+
+def _pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Pearson's r of each row of x with the same row of y; NaN for a constant row."""
     x_centred = x - x.mean(axis=1, keepdims=True)
     y_centred = y - y.mean(axis=1, keepdims=True)
     constant = (np.ptp(x, axis=1) == 0) | (np.ptp(y, axis=1) == 0)
@@ -107,46 +111,44 @@ def _draw_counts(rows: np.ndarray, n: int) -> np.ndarray:
     return np.bincount(flat, minlength=len(rows) * n).reshape(len(rows), n).astype(np.float64)
 
 
-def _tie_groups(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The items in value order, where each group of equal values starts in it, and each item's group."""
-    order = np.argsort(values, kind="stable")
-    is_start = np.r_[True, np.diff(values[order]) != 0]
-    group = np.empty(len(values), dtype=np.intp)
-    group[order] = np.cumsum(is_start) - 1
-    return order, np.flatnonzero(is_start), group
+class _ResampledTies:
+    """The groups of equal values and how often each resample (row of the draw counts) draws each
+    group, in value order."""
+
+    def __init__(self, values: np.ndarray, counts: np.ndarray):
+        order = np.argsort(values, kind="stable")
+        is_start = np.r_[True, np.diff(values[order]) != 0]
+        self.group = np.empty(len(values), dtype=np.intp)  # each item's group
+        self.group[order] = np.cumsum(is_start) - 1
+        self.drawn = np.add.reduceat(counts[:, order], np.flatnonzero(is_start), axis=1)
+
+    def ranks(self, rows: np.ndarray) -> np.ndarray:
+        """The ranks (scipy's rankdata: ties share their mean rank) of the values drawn by each row:
+        a drawn item ranks after the draws of smaller values, in the middle of the draws of its
+        own value. No per-resample sort."""
+        group_rank = np.cumsum(self.drawn, axis=1) - self.drawn + (self.drawn + 1) / 2
+        return np.take_along_axis(group_rank[:, self.group], rows, axis=1)
+
+    def tied_pairs(self, drawn: int) -> np.ndarray:
+        """Each resample's pairs of draws with equal values (a copy of an item is tied with it)."""
+        return ((self.drawn**2).sum(axis=1) - drawn) / 2
 
 
-def _resampled_ranks(values: np.ndarray, rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """The ranks (scipy's rankdata: ties share their mean rank) of values[rows] within each row,
-    from the draw counts: a drawn item ranks after the draws of smaller values, in the middle of
-    the draws of its own value. No per-resample sort."""
-    order, starts, group = _tie_groups(values)
-    drawn_in_group = np.add.reduceat(counts[:, order], starts, axis=1)
-    group_rank = np.cumsum(drawn_in_group, axis=1) - drawn_in_group + (drawn_in_group + 1) / 2
-    return np.take_along_axis(group_rank[:, group], rows, axis=1)
-
-
-def _resampled_kendall(x: np.ndarray, y: np.ndarray, rows: np.ndarray) -> np.ndarray:
+def _resampled_kendall(
+    x: np.ndarray, y: np.ndarray, counts: np.ndarray, x_ties: _ResampledTies, y_ties: _ResampledTies, drawn: int,
+) -> np.ndarray:
     """Kendall's τ-b (as scipy's) of each resample, from how often it draws each item.
 
     With c the draw counts, concordant minus discordant pairs are c·S·c / 2 (S[i, j]: the
     sign of (x_i − x_j)(y_i − y_j)), and the tied pairs of x are (Σ_groups (Σ c)² − Σ c) / 2
-    over the groups of equal x; a copy of an item is tied with it in both.
+    over the groups of equal x.
     """
-    counts = _draw_counts(rows, len(x))
     signs = (np.sign(x[:, None] - x[None, :]) * np.sign(y[:, None] - y[None, :])).astype(np.float32)
     # exact in float32: every sum is an integer far below 2**24
     net = ((counts.astype(np.float32) @ signs) * counts).sum(axis=1, dtype=np.float64) / 2
-    drawn = rows.shape[1]
     pairs = drawn * (drawn - 1) / 2
-
-    def tied_pairs(values: np.ndarray) -> np.ndarray:
-        order, starts, _ = _tie_groups(values)
-        group_counts = np.add.reduceat(counts[:, order], starts, axis=1)
-        return ((group_counts**2).sum(axis=1) - drawn) / 2
-
     with np.errstate(invalid="ignore", divide="ignore"):
-        tau = net / np.sqrt((pairs - tied_pairs(x)) * (pairs - tied_pairs(y)))
+        tau = net / np.sqrt((pairs - x_ties.tied_pairs(drawn)) * (pairs - y_ties.tied_pairs(drawn)))
     return np.where(np.isfinite(tau), np.clip(tau, -1.0, 1.0), NAN)
 
 

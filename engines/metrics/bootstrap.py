@@ -34,23 +34,44 @@ def bootstrap_ci(
     statistic takes a 2-D array, one resample's indices per row, and returns one
     value per row (all resamples in one call; the same resamples as one at a time).
     """
+    if vectorized:
+        return bootstrap_intervals(lambda rows: np.asarray(statistic(rows))[:, None], n_units,
+                                   resamples=resamples, level=level, seed=seed)[0]
+    return bootstrap_intervals(
+        lambda rows: np.array([[statistic(row)] for row in rows], dtype=float), n_units,
+        resamples=resamples, level=level, seed=seed,
+    )[0]
+
+
+def bootstrap_intervals(
+    statistics: Callable[[np.ndarray], np.ndarray],
+    n_units: int,
+    *,
+    resamples: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> list[Interval]:
+    """The intervals of several statistics over the same resamples (each as `bootstrap_ci` would
+    give it alone): `statistics(rows)` takes a 2-D array, one resample's unit indices per row, and
+    returns a 2-D array, one row of values per resample and one column per statistic."""
     if n_units < 1:
         raise ValueError("bootstrap needs at least one unit")
-    units = np.arange(n_units)
-    estimate = float(statistic(units[None, :])[0] if vectorized else statistic(units))
+    estimates = [float(value) for value in statistics(np.arange(n_units)[None, :])[0]]
     if resamples < 1:
-        return Interval(estimate, float("nan"), float("nan"), level, resamples)
+        return [Interval(estimate, float("nan"), float("nan"), level, resamples) for estimate in estimates]
     if n_units == 1:  # every resample of one unit is that unit
-        return Interval(estimate, estimate, estimate, level, resamples)
+        return [Interval(estimate, estimate, estimate, level, resamples) for estimate in estimates]
     # scipy.stats.bootstrap's percentile method, step for step (the same draws from the seed, the
     # same quantile arithmetic: the same intervals, tests/test_metrics_shared.py), without
     # importing scipy.stats, which costs a report more than a second
     rows = np.random.default_rng(seed).integers(0, n_units, (resamples, n_units))
     with np.errstate(invalid="ignore"):
-        values = statistic(rows) if vectorized else np.array([statistic(row) for row in rows], dtype=float)
+        values = statistics(rows)
     alpha = (1 - level) / 2
-    low, high = _percentiles(values, np.array([alpha, 1 - alpha]))
-    return Interval(estimate, low, high, level, resamples)
+    return [
+        Interval(estimate, *_percentiles(values[:, column], np.array([alpha, 1 - alpha])), level, resamples)
+        for column, estimate in enumerate(estimates)
+    ]
 
 
 def _percentiles(values: np.ndarray, p: np.ndarray) -> tuple[float, float]:
