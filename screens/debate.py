@@ -325,10 +325,20 @@ class DebateScreen(MountedScreen):
         self.refresh_bindings()
         if self.judging_off:
             return
+        self._prepare_judges()
         unjudged = [message.turn for message in self.state.messages  # what an earlier session left undone
                     if message.role == "assistant" and message.state == TurnState.DONE and message.grice is None]
         if unjudged:
             self._run_exchange(lambda emit: self.exchange.judge(unjudged, emit))
+
+    @work(group="prepare", exit_on_error=False)
+    async def _prepare_judges(self) -> None:
+        """The judges' shared work while the student writes; a failure is left for the first turn
+        that needs the work, which asks again and shows it."""
+        try:
+            await self.exchange.prepare()
+        except (ArgtuiError, StoreError):
+            pass
 
     def _cannot_debate(self, reason: str, backend: bool) -> None:
         """The session did not open: the reason in the status line and, whole, in the conversation,

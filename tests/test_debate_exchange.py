@@ -40,7 +40,7 @@ from engines.judging.task import default_options
 from engines.llm.client import LLMClient
 from engines.tasks.debate_judges import TaskJudges, grice_item
 from engines.tasks.grice import TASK as GRICE
-from fakes import chat_reply, stream_reply
+from fakes import chat_reply, schema_answer, stream_reply
 from store import Database
 from store.debates import DebateRepository, TurnState
 from store.llm_cache import ResponseCache
@@ -70,6 +70,31 @@ def new_exchange(runtime: Runtime, client: LLMClient, retriever, *, during: bool
     session = DebateSession(repository, repository.create(CLAIM, "con", level=level), client, retriever,
                             choice=JudgingChoice("ZSL", "vanilla"), label_during_reply=during)
     return DebateExchange(session, TaskJudges(runtime, client))
+
+
+def stage_1_requests(bodies: list[dict]) -> list[dict]:
+    return [body for body in bodies
+            if ((body.get("response_format") or {}).get("json_schema") or {}).get("name") == "AnalyzerReasons"]
+
+
+async def test_preparing_derives_the_analyzer_reasons_so_the_first_reply_waits_for_none(runtime, fake_server, retriever):
+    fake_server.answer = schema_answer("yes")
+    client = LLMClient(fake_server.profile(kind="vllm", retries=0))
+    repository = DebateRepository(runtime.db)
+    session = DebateSession(repository, repository.create(CLAIM, "con", level=0), client, retriever,
+                            choice=JudgingChoice("BEST", "vanilla"))
+    exchange = DebateExchange(session, TaskJudges(runtime, client), coach=False)
+    await exchange.prepare()
+    # BEST asks quality, manner and quantity the Analyzer's way (relation zero-shot): one stage 1 each.
+    assert len(stage_1_requests(fake_server.bodies)) == 3
+    asked_before = len(fake_server.bodies)
+    result = await exchange.send(MESSAGES[0])
+    try:
+        assert result.bot is not None and result.judgment is not None  # the reply judged on every maxim
+        assert set(result.judgment.metrics) == {"quantity", "quality", "relation", "manner"}
+        assert len(fake_server.bodies) > asked_before and len(stage_1_requests(fake_server.bodies)) == 3
+    finally:
+        await client.aclose()
 
 
 @pytest.mark.parametrize("during", [False, True])

@@ -59,6 +59,10 @@ class LiveJudges(Protocol[CoachJudgment]):
         """The argument components of a student message, in text order."""
         ...
 
+    async def prepare(self, strategy: str) -> None:
+        """Derive what every reply's Grice judgment under `strategy` shares, before the first."""
+        ...
+
     async def grice(
         self, debate_id: int, turn: StoredTurn, context: GriceContext, strategy: str,
         on_maxim: Callable[[MetricRecord], None],
@@ -274,6 +278,12 @@ class DebateExchange(Generic[CoachJudgment]):
         """A turn run again: the message labelled again (`label`), the bot answering it again
         (`answer`: in the place of `reply`, failed or cancelled, or anew where there is none)."""
         return await self._run(message, emit, label=label, answer=answer, reply=reply, coach=False)
+
+    async def prepare(self) -> None:
+        """What the judges share between turns, derived ahead of the first message (the Debate screen
+        runs it while the student writes): the first reply's Grice judgment then waits for less."""
+        if self.judges is not None:
+            await self.judges.prepare(self.session.choice.grice_strategy)
 
     async def judge(self, replies: Sequence[StoredTurn], emit: Emit[CoachJudgment] = _ignore) -> None:
         """The Grice judgments an earlier session left undone."""

@@ -182,6 +182,11 @@ class Task(Protocol):
     async def judge(self, ctx: TaskContext, item: TaskItem, variant: str, client: LLMClient, options: Any) -> Verdict:
         ...
 
+    async def prepare(self, ctx: TaskContext, variant: str, client: LLMClient, options: Any) -> None:
+        """Derive what every item of this judge shares, ahead of its first item (a live debate does
+        it while the student writes), so that item waits no longer for it."""
+        ...
+
     async def judge_in_parts(
         self, ctx: TaskContext, item: TaskItem, variant: str, client: LLMClient, options: Any, on_part: PartHook,
     ) -> Verdict:
@@ -269,6 +274,9 @@ class TaskBase:
 
     def concurrency(self, variant: str, client: LLMClient, options: Any) -> int:
         return client.profile.max_concurrency
+
+    async def prepare(self, ctx: TaskContext, variant: str, client: LLMClient, options: Any) -> None:
+        """Here nothing: each item is judged from scratch."""
 
     async def judge_in_parts(
         self, ctx: TaskContext, item: TaskItem, variant: str, client: LLMClient, options: Any, on_part: PartHook,

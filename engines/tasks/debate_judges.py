@@ -64,6 +64,9 @@ class TaskJudges:
         stored = StoredJudgment(COMPONENTS.name, judge.name, tuple(text_key(turn.content, r.span) for r in results))
         return stored, [ComponentRecord.of(result) for result in results]
 
+    async def prepare(self, strategy: str) -> None:
+        await GRICE.prepare(self.ctx, strategy, self.client, default_options(GRICE))
+
     async def grice(
         self, debate_id: int, turn: StoredTurn, context: GriceContext, strategy: str,
         on_maxim: Callable[[MetricRecord], None],

@@ -18,6 +18,7 @@ are not public).
 
 from __future__ import annotations
 
+import asyncio
 import math
 import random
 from dataclasses import dataclass
@@ -387,6 +388,16 @@ class GriceTask(TaskBase):
             metrics=grice.metrics, layout=options.layout,
         )
         return turn_verdict(judgment)
+
+    async def prepare(self, ctx: TaskContext, variant: str, client: LLMClient, options: GriceOptions) -> None:
+        """The Analyzer's stage-1 reasons of every metric the strategy asks that way: about half of a
+        first turn's prompt tokens, derived once per model and stage-1 prompt and kept. A stage 1
+        that fails is left for the first turn to report."""
+        pool, reasons = example_pool(options), self._reason_cache(ctx.db)
+        await asyncio.gather(*(
+            reasons.reasons(client, metric, method.k, pool)
+            for metric, method in methods_for(variant).items() if method.kind == "Analyzer"
+        ))
 
     async def judge_in_parts(
         self, ctx: TaskContext, item: TaskItem, variant: str, client: LLMClient, options: GriceOptions,
