@@ -139,7 +139,8 @@ class Runtime:
         except Exception as exc:  # start failures become a status line, not a crash
             return BackendStatus(
                 name=profile.name, kind=profile.kind, urls=[redact(url) for url in profile.base_urls],
-                embedded=profile.embedded, managed=profile.managed, error=redact(str(exc), [profile.api_key()]),
+                embedded=profile.embedded, managed=profile.managed,
+                error=redact(str(exc), [profile.available_api_key()]),  # a key file may be gone: no second raise
             )
         server = self._servers.get(profile.name)
         return await probe(client, server.ready_after_s if server else None)

@@ -5,6 +5,10 @@
 model as (`--served-model-name`'s first, else the model). Flags argtui does not know go to
 `vllm serve` (or to its module form, where that command cannot start) as they are (`--` may
 separate them and is not passed on).
+
+vLLM answers only the random key of its start (engines/llm/vllm_serve.py). The profile names a
+key file, `<data dir>/served/NAME.key`, readable by this user only and removed when serve stops,
+from which the app and other commands read the key: the key is never in the config file.
 """
 
 from __future__ import annotations
@@ -13,7 +17,9 @@ import asyncio
 import errno
 import os
 import signal
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import tomlkit
 from pydantic import ValidationError
@@ -27,6 +33,7 @@ from engines.llm.local_servers import with_measured_speed
 from engines.llm.profile import BackendProfile
 from engines.llm.servers import ManagedServer
 from engines.llm.vllm_serve import cpu_build, served_model_name, start_vllm
+from engines.output import write_text_file
 
 GGUF_MAGIC = b"GGUF"  # the first bytes of every GGUF file
 VLLM_DEFAULTS = {"port": None, "max_concurrency": 64, "startup_timeout": 1800.0}
@@ -122,10 +129,25 @@ def _written(config: Config, name: str, made_default: bool) -> str:
     return f"wrote profile {name!r} to {config.paths.config_file}{default}:\n\n{table}"
 
 
+@contextmanager
+def key_file_while_serving(path: Path, key: str) -> Iterator[Path]:
+    """`key` in the file `path` for as long as the block runs. write_text_file makes the file
+    with mkstemp, whose mode 0600 the rename keeps: only this user can read the key."""
+    write_text_file(path, key + "\n", make_parents=True)
+    try:
+        yield path
+    finally:
+        path.unlink(missing_ok=True)
+
+
 def _serve_vllm(args) -> int:
     console = Console()
     config = load_config()
     name = args.name or "vllm-local"
+    if Path(name).name != name:  # the name names the key file too
+        raise ArgtuiError(f"--name {name!r}: a profile name cannot be a path")
+    # Absolute: other processes, started elsewhere, read it.
+    key_path = Path(os.path.abspath(config.paths.data_dir / "served" / f"{name}.key"))
 
     def starting(server: ManagedServer, why: str | None) -> None:  # unwrapped: commands and paths are copied
         if why:
@@ -139,7 +161,8 @@ def _serve_vllm(args) -> int:
             args.model, config.paths.data_dir / "logs", args.vllm_args, args.port, args.startup_timeout, starting
         )
         try:
-            await registered_until_stopped(server)
+            with key_file_while_serving(key_path, server.api_key):
+                await registered_until_stopped(server)
         finally:
             server.stop()
 
@@ -149,19 +172,20 @@ def _serve_vllm(args) -> int:
             kind="vllm",
             base_urls=[server.url],
             model=served_model_name(args.model, args.vllm_args),  # requests for another name get a 404
+            api_key_file=str(key_path),
             max_concurrency=args.max_concurrency,
             send_seed=not cpu_build(),  # the CPU build's engine dies on concurrent seeded requests
         ))
         console.print(measured, markup=False, highlight=False)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):  # before registering: from then on either ends the wait below
+            loop.add_signal_handler(sig, stop.set)
         config.add_backend(profile, make_default=not args.no_default)
         console.print(Text.assemble(
             ("ready", "green"), f" after {server.ready_after_s:.1f} s at {server.url}; registered profile ",
             (name, "bold"), f" in {config.paths.config_file}. Ctrl-C stops the server.",
         ), highlight=False)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
         while not stop.is_set() and server.running:
             try:
                 await asyncio.wait_for(stop.wait(), timeout=1.0)

