@@ -279,6 +279,9 @@ def test_a_profile_whose_key_file_is_gone_says_its_server_is_not_running(argtui_
     out = capsys.readouterr().out
     shown = json.loads(out)["backends"]["vllm-local"]
     assert shown["api_key_file"] == str(key_file) and shown["api_key_set"] is True and key not in out
+    assert main(["config", "show"]) == 0
+    out = capsys.readouterr().out
+    assert "api key file=" in out and "(present)" in out and key not in out
     key_file.unlink()
     assert main(["doctor", "--json", "--backend", "vllm-local"]) == 1
     out = capsys.readouterr().out
@@ -289,3 +292,16 @@ def test_a_profile_whose_key_file_is_gone_says_its_server_is_not_running(argtui_
     )
     assert main(["config", "show", "--json"]) == 0  # still shown, the key as not set
     assert json.loads(capsys.readouterr().out)["backends"]["vllm-local"]["api_key_set"] is False
+    assert main(["config", "show"]) == 0 and "(missing)" in capsys.readouterr().out
+
+
+def test_a_profile_takes_its_key_from_one_source(argtui_home, capsys):
+    argtui_home.mkdir()
+    (argtui_home / "config.toml").write_text(
+        '[backends.gpu]\nbase_urls = ["http://gpu-1:8000/v1"]\napi_key_env = "GPU_API_KEY"\n'
+        'api_key_file = "/run/gpu.key"\n', encoding="utf-8",
+    )
+    assert main(["config", "show"]) == 1
+    err = capsys.readouterr().err
+    assert "[backends.gpu]: Value error, api_key_env and api_key_file exclude each other" in err
+    assert "Traceback" not in err

@@ -60,14 +60,18 @@ def _show(args) -> int:
     console.print(Text(f"data dir:    {data['data_dir']}"))
     console.print(Text.assemble("default backend: ", (data["default_backend"], "bold")))
     for name, profile in profiles.items():
-        key = profile["api_key_env"]
-        key_text = f"{key} ({'set' if profile['api_key_set'] else 'not set'})" if key else "none"
+        if profile["api_key_file"]:  # `argtui serve`'s, there while its server runs
+            key_text = f"file={profile['api_key_file']} ({'present' if profile['api_key_set'] else 'missing'})"
+        elif profile["api_key_env"]:
+            key_text = f"env={profile['api_key_env']} ({'set' if profile['api_key_set'] else 'not set'})"
+        else:
+            key_text = "env=none"
         urls = ", ".join(profile["base_urls"]) or ("started by argtui" if name == "embedded" else "-")
         console.print(Text.assemble(
             "  ", (name, "bold"),
             f" kind={profile['kind'] or 'detected'} model={profile['model'] or '(served)'} "
             f"urls={urls} concurrency={profile['max_concurrency']} timeout={profile['timeout_s']}s "
-            f"api key env={key_text}",
+            f"api key {key_text}",
         ))
     return 0
 
