@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from engines.debate.records import DebateRecords
 from engines.inspire.coaching import claim_sentence, not_measured_reason
+from engines.inspire.logic_schema import Derivation
 from engines.inspire.facts import ARGUMENT_BASE, FactCheck, check_facts, judge_claim
 from engines.inspire.score import SUPPORTED, InspireScore, LogicResult
 from engines.inspire.subjective import DimensionScore, SubjectiveScores
@@ -202,3 +203,11 @@ def test_a_conclusion_hidden_inside_one_premise_is_circular_in_a_drill():
     assert second.score == 0.0 and "Premise 2" in second.feedback
     together = judge_derivation(FALLACIES[1], "~BanCars -> ~CleanAir ; ~BanCars |- ~CleanAir")
     assert (together.score, together.feedback) == (1.0, "This follows.")
+
+
+def test_a_quoted_step_of_reasoning_loses_the_label_the_model_put_before_it():
+    written = Derivation.model_validate({"text": "Premises: Parents are not trained teachers, so children miss out.",
+                                         "premises": ["~Trained"], "conclusion": "MissOut"})
+    assert written.text == "Parents are not trained teachers, so children miss out."
+    assert Derivation(text="Step 2: Conclusion: prices rise.", premises=[], conclusion="P").text == "prices rise."
+    assert Derivation(text="Premiums rise, so prices rise.", premises=[], conclusion="P").text.startswith("Premiums")

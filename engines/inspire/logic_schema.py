@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
+
+from engines.judging.shown_text import without_labels
 
 # Bounds on what the model writes: they cap the schema's longest answer, so max_tokens.
 MAX_DERIVATIONS = 4
@@ -15,6 +17,8 @@ FORMULA_MAX_CHARS = 160
 TEXT_MAX_CHARS = 240
 
 Formula = Annotated[str, Field(max_length=FORMULA_MAX_CHARS)]
+# What a model writes before the step it quotes, after the schema's own field names.
+STEP_LABELS = ("Premises", "Premise", "Conclusion", "Step", "Text")
 
 
 class Derivation(BaseModel):
@@ -24,6 +28,12 @@ class Derivation(BaseModel):
     text: str = Field("", max_length=TEXT_MAX_CHARS)  # the sentence(s) of the argument it formalises
     premises: list[Formula] = Field(max_length=MAX_PREMISES)
     conclusion: Formula
+
+    @field_validator("text")
+    @classmethod
+    def _quoted(cls, text: str) -> str:
+        """The step as the student wrote it: the Coach quotes it ("Premises: …" is not theirs)."""
+        return without_labels(text, labels=STEP_LABELS)
 
 
 class LogicTranslation(BaseModel):
