@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Iterable, Sequence
 
+from pydantic import TypeAdapter
+
 from engines.judging.task import TaskItem
 from engines.judging.verdict import JudgeId, Verdict
 from store.db import Database
@@ -21,6 +23,10 @@ def arena_key(key: str) -> str:
 
 def is_arena_key(key: str) -> bool:
     return key.startswith(ARENA_PREFIX)
+
+
+# Stored verdicts by item key, validated in one call: a rerun of a batch run reads thousands.
+_VERDICTS_BY_KEY = TypeAdapter(dict[str, Verdict])
 
 
 @dataclass(frozen=True)
@@ -55,13 +61,13 @@ class JudgmentStore:
     def load(self, judge: JudgeId, items: Sequence[TaskItem]) -> dict[str, Verdict]:
         """item key -> verdict, of the items judged with the content they have now."""
         stored = self._repo.matching(self.task, judge.name, {item.key: item.digest for item in items})
-        return {key: Verdict.model_validate(data) for key, data in stored.items()}
+        return _VERDICTS_BY_KEY.validate_python(stored)
 
     def latest(self, judge: JudgeId, keys: Iterable[str] | None = None) -> dict[str, Verdict]:
         """item key -> the latest verdict of each of the judge's items (or of `keys`), whatever content it had:
         for listings, which show what was judged."""
         stored = self._repo.verdicts(self.task, judge.name, keys)
-        return {key: Verdict.model_validate(data) for key, data in stored.items()}
+        return _VERDICTS_BY_KEY.validate_python(stored)
 
     def labelled(self, judge: JudgeId) -> list[tuple[str, str, Verdict]]:
         """(item, reference, verdict) of the judge's judgments of items with a known reference."""
