@@ -434,7 +434,8 @@ async def test_each_step_may_generate_the_longest_answer_its_schema_allows(llama
         return (prose * 10)[: schema["maxLength"]]
 
     server = llama_profile.base_urls[0].removesuffix("/v1")
-    async with httpx.AsyncClient() as http:
+    # The server answers only its key, /tokenize included.
+    async with httpx.AsyncClient(headers={"Authorization": f"Bearer {llama_profile.api_key()}"}) as http:
         for model in (StrategyAnalysis, SearchPlan, query_selection_model(arguments),
                       final_selection_model(["uniforms to bullying"] * 3, arguments), reply_model(arguments)):
             schema = model.model_json_schema()
