@@ -114,16 +114,21 @@ def with_test_key(server: ManagedServer) -> ManagedServer:
     return server
 
 
-def running_embedded_server(folder: Path, *flags: str) -> Iterator[ManagedServer]:
-    """A real embedded llama-server (SmolLM2) with extra command-line `flags`, ready while iterated."""
-    server = with_test_key(embedded_server(folder / "llama-server.log"))
-    server.command += list(flags)
+def serving(server: ManagedServer) -> Iterator[ManagedServer]:
+    """`server` started, ready while iterated, stopped after."""
     server.start()
     try:
         asyncio.run(server.wait_ready(timeout_s=120))
         yield server
     finally:
         server.stop()
+
+
+def running_embedded_server(folder: Path, *flags: str) -> Iterator[ManagedServer]:
+    """A real embedded llama-server (SmolLM2) with extra command-line `flags`, ready while iterated."""
+    server = with_test_key(embedded_server(folder / "llama-server.log"))
+    server.command += list(flags)
+    yield from serving(server)
 
 
 @pytest.fixture(scope="session")

@@ -15,6 +15,7 @@ from typing import Iterator
 import httpx
 import pytest
 
+from conftest import serving
 from engines.llm.embedded import (
     BINARY_ENV, EMBEDDED_MODEL_NAME, LAUNCHER_MODULE, EmbeddedSettings, embedded_server, llama_server_command,
 )
@@ -42,12 +43,7 @@ def server_of(kind: str, log: Path, monkeypatch: pytest.MonkeyPatch) -> ManagedS
 def running(request, tmp_path_factory) -> Iterator[ManagedServer]:
     with pytest.MonkeyPatch.context() as monkeypatch:
         server = server_of(request.param, tmp_path_factory.mktemp(request.param) / "server.log", monkeypatch)
-        server.start()
-    try:
-        asyncio.run(server.wait_ready(timeout_s=120))
-        yield server
-    finally:
-        server.stop()
+    yield from serving(server)
 
 
 def chat(server: ManagedServer, headers: dict[str, str]) -> httpx.Response:
