@@ -27,6 +27,7 @@ from engines.judging.verdict import JudgeId
 from screens.demo_notice import DemoNotice
 from screens.glossary import JudgeName
 from screens.modes import Mode
+from screens.mounted import call_from_thread
 from screens.services import services
 from store.critiques import CritiqueRepository, RatingVersion
 
@@ -92,9 +93,9 @@ class AgreementScreen(Screen):
         try:
             report = build_report(services(self).db, reference, which=which)
         except AgreementError as exc:
-            self.app.call_from_thread(self.notify, str(exc), severity="warning", markup=False)
+            call_from_thread(self, self.notify, str(exc), severity="warning", markup=False)
             return
-        self.app.call_from_thread(self.show, report)
+        call_from_thread(self, self.show, report)
 
     def show(self, report: AgreementReport) -> None:
         self.report = report

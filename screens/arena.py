@@ -45,6 +45,7 @@ from engines.timing import Stopwatch
 from screens.demo_notice import DemoNotice
 from screens.glossary import titled_variant, variant_short
 from screens.modes import Mode
+from screens.mounted import call_from_thread
 from screens.navigation import StepsBack, escape_bindings, typing
 from screens.services import backend_name, services
 from screens.task_options import OptionsDialog
@@ -442,9 +443,9 @@ class ArenaScreen(StepsBack):
         try:
             item = task.draw(services(self), self.rng, **fixed)
         except ArgtuiError as exc:
-            self.app.call_from_thread(self._show_title, str(exc))
+            call_from_thread(self, self._show_title, str(exc))
             return
-        self.app.call_from_thread(self._show_item, item)
+        call_from_thread(self, self._show_item, item)
 
     def _show_item(self, item: TaskItem) -> None:
         self.item = item

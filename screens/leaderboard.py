@@ -46,6 +46,7 @@ from engines.tasks.pairwise import NAME as PAIRWISE
 from screens.demo_notice import DemoNotice
 from screens.glossary import JudgeName, judge_title
 from screens.modes import Mode
+from screens.mounted import call_from_thread
 from screens.navigation import StepsBack, escape_bindings
 from screens.services import services
 
@@ -278,7 +279,7 @@ class LeaderboardScreen(StepsBack):
                 if (judged := build_board(db, corpus, other, topic)).judges:
                     board, dimension = judged, other
                     break
-        self.app.call_from_thread(self._show, board, corpus, dimension)
+        call_from_thread(self, self._show, board, corpus, dimension)
 
     @work(thread=True, exclusive=True, group="standings")
     def _compute_standings(self) -> None:
@@ -288,12 +289,12 @@ class LeaderboardScreen(StepsBack):
             (task.name, row.judge.name): JudgmentStore(context.db, task.name).arena_items(row.judge)
             for task, rows in found for row in rows
         }
-        self.app.call_from_thread(self._fill_tasks, found, arena)
+        call_from_thread(self, self._fill_tasks, found, arena)
 
     @work(thread=True, exclusive=True, group="audit")
     def _compute_audits(self) -> None:
         # A thread: a thousand bootstrap resamples per figure and judge.
-        self.app.call_from_thread(self._fill_audit, audit(services(self).db, tasks()))
+        call_from_thread(self, self._fill_audit, audit(services(self).db, tasks()))
 
     def _show(self, board: Board, corpus: WebisCorpus, dimension: str) -> None:
         self.board = board

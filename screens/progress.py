@@ -21,6 +21,7 @@ from engines.inspire.score import DIMENSION_TITLES, DIMENSIONS
 from engines.student.progress import DebatePoint, Progress, WeakSpot, student_progress
 from engines.student.ratings import START_STUDENT
 from screens.glossary import maxim_title
+from screens.mounted import call_from_thread
 from screens.services import services
 
 MIN_POINTS = 2  # debates before a line can be drawn
@@ -108,9 +109,10 @@ class ProgressScreen(Screen):
         try:
             progress = student_progress(services(self).db, self.student_id)
         except ArgtuiError as exc:
-            self.app.call_from_thread(self.query_one("#progress-status", Static).update, Text(str(exc), style="red"))
+            message = Text(str(exc), style="red")
+            call_from_thread(self, lambda: self.query_one("#progress-status", Static).update(message))
             return
-        self.app.call_from_thread(self._show, progress)
+        call_from_thread(self, self._show, progress)
 
     def _show(self, progress: Progress) -> None:
         self.progress = progress

@@ -284,3 +284,31 @@ def test_numbers_never_run_together():
         assert len(shown) == NUMBER_WIDTH and shown.startswith(" "), (value, shown)
     assert _number(-1.0).plain == " -1.00" and _number(-0.192).plain == "  -.192"[-NUMBER_WIDTH:]
     assert _number(1234567).plain == "  1.2M" and _number(1.0, percent=True).plain == " 100.0"
+
+
+
+async def test_quitting_while_the_leaderboard_fits_its_board_stops_cleanly(offline_backend, monkeypatch, until):
+    """A fit finishing after its screen was taken down shows nothing, instead of failing on widgets
+    that are gone (which Textual reports as the app's error)."""
+    import threading
+    import time
+
+    import screens.leaderboard as leaderboard
+
+    fitting = threading.Event()
+    fitted = []
+
+    def fit_after_the_user_quit(*args):
+        fitted.append(build_board(*args))
+        fitting.set()
+        while board.children:  # until the app's shutdown has taken the screen's widgets down
+            time.sleep(0.001)
+        return fitted[-1]
+
+    monkeypatch.setattr(leaderboard, "build_board", fit_after_the_user_quit)
+    app = ArgtuiApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        board = LeaderboardScreen()
+        await app.push_screen(board)
+        await until(pilot, fitting.is_set)
+    assert board.board is None
