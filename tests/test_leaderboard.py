@@ -264,7 +264,7 @@ async def test_a_judge_with_one_pair_shows_no_statistic_and_says_why(offline_bac
         table.move_cursor(row=1)
         await pilot.pause()
         detail = str(screen.query_one("#agreement-detail", Static).render())
-        assert detail.startswith(f"SmolLM2-135M-Instruct-Q8_0.gguf@embedded Few-shot (few/runs3@t1)")
+        assert detail.startswith("SmolLM2-135M-Instruct-Q8_0.gguf@embedded Few-shot (few/runs3@t1)")
         assert "r, ρ, τ, MAE, RMSE: needs at least 3 scored arguments, 2 stored" in detail
         assert "κ, α, %: needs at least 2 pairs, 1 stored" in detail
 
