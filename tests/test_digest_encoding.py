@@ -5,15 +5,19 @@ The pinned digests were computed by the first encoder (a plain recursive `canoni
 
 from __future__ import annotations
 
+import dataclasses
 import enum
+import json
 from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
 from pathlib import PurePosixPath
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from engines.judging.digest import canonical, content_digest, digest
+from engines.judging.digest import canonical, canonical_json, content_digest, digest
 from engines.judging.task import ItemSide
 from engines.pairwise.run import PairItem
 
@@ -99,3 +103,72 @@ def test_values_with_no_canonical_form_are_refused():
         canonical(object())
     with pytest.raises(TypeError, match="type"):
         canonical(Inner)  # a dataclass's class, not an instance
+
+
+def first_encoding(value) -> str:
+    """The first encoder, as the pinned digests were computed: a plain recursive canonical form
+    written by json.dumps."""
+
+    def plain(value):
+        if value is None or isinstance(value, (bool, int, float, str)):
+            return value
+        if isinstance(value, enum.Enum):
+            return plain(value.value)
+        if isinstance(value, BaseModel):
+            return {name: plain(getattr(value, name)) for name in type(value).model_fields}
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        if isinstance(value, dict):
+            return {str(key): plain(item) for key, item in sorted(value.items(), key=lambda pair: str(pair[0]))}
+        if isinstance(value, (list, tuple)):
+            return [plain(item) for item in value]
+        if isinstance(value, (set, frozenset)):
+            return sorted((plain(item) for item in value), key=dump)
+        if isinstance(value, PurePosixPath):
+            return value.as_posix()
+        if isinstance(value, (datetime, date)):
+            return value.isoformat()
+        raise TypeError(type(value).__name__)
+
+    def dump(value):
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+    return dump(plain(value))
+
+
+LONG_TEXT = "Zoos „protect“ species — 100 %; \"quoted\" \\ and a tab\t, " * 3  # long enough to be kept
+SCALARS = (
+    st.none() | st.booleans() | st.integers() | st.integers(min_value=-(2**80), max_value=2**80)
+    | st.floats() | st.floats(allow_nan=False, width=32) | st.text() | st.text(min_size=64)
+    | st.just(LONG_TEXT) | st.sampled_from([Colour.RED, Colour.DEEP, Level.HIGH, Mode.FAST])
+    | st.dates().map(lambda day: Inner(day, frozenset({"x", LONG_TEXT})))
+)
+HASHABLE = st.recursive(SCALARS.filter(lambda value: not isinstance(value, Inner)) | st.text(),
+                        lambda inner: st.tuples(inner, inner) | st.frozensets(inner, max_size=4), max_leaves=8)
+VALUES_OF_EVERY_KIND = st.recursive(
+    SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=5) | st.tuples(inner, inner) | st.frozensets(HASHABLE, max_size=5)
+        | st.dictionaries(st.text() | st.integers() | st.sampled_from([1, "1", Colour.RED, "Colour.RED"]),
+                          inner, max_size=5)
+        | st.builds(Outer, st.floats(), st.lists(st.dates().map(lambda day: Inner(day, frozenset())), max_size=2),
+                    st.dictionaries(st.text(), inner, max_size=3))
+        | st.builds(Settings, temperature=st.floats(allow_nan=False), stop=st.lists(st.text(), max_size=3).map(tuple))
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(VALUES_OF_EVERY_KIND)
+def test_the_encoding_is_the_first_encoders_for_values_of_every_kind(value):
+    """Unicode, floats of every kind (NaN, infinities, -0.0, 1e-05), ints against floats, big ints,
+    enums, nested containers, sets, keys of one text (1 and "1"), models; long texts met again."""
+    assert canonical_json(value) == first_encoding(value)
+    assert canonical_json(value) == first_encoding(value)  # the second time from kept texts
+
+
+@pytest.mark.parametrize("name", sorted(VALUES))
+def test_canonical_is_the_plain_value_the_encoding_writes(name):
+    assert json.dumps(canonical(VALUES[name]), sort_keys=True, separators=(",", ":"),
+                      ensure_ascii=False) == first_encoding(VALUES[name])
