@@ -53,14 +53,29 @@ class CommandModule:
 def command_modules() -> tuple[CommandModule, ...]:
     """Every command module, the eval group's generator first (the other groups' members join it)."""
     folder = Path(argtui.commands.__path__[0])
-    found = []
-    for name in sorted(m.name for m in pkgutil.iter_modules(argtui.commands.__path__)):
-        group = name.split("_", 1)[0]
-        if name == "eval" or (group in GROUPS and "_" in name):
-            found.append(CommandModule(name, group, GROUPS[group]))
-        else:
-            found.append(CommandModule(name, *_declared_parser(folder / f"{name}.py", name)))
+    found = [
+        _group_member(name) or CommandModule(name, *_declared_parser(folder / f"{name}.py", name))
+        for name in _module_names()
+    ]
     return tuple(sorted(found, key=lambda c: c.module != "eval"))
+
+
+def group_modules(group: str) -> tuple[CommandModule, ...]:
+    """The modules of one group, the eval group's generator first: known by their names, no source read."""
+    found = [entry for entry in map(_group_member, _module_names()) if entry and entry.command == group]
+    return tuple(sorted(found, key=lambda c: c.module != "eval"))
+
+
+def _module_names() -> list[str]:
+    return sorted(m.name for m in pkgutil.iter_modules(argtui.commands.__path__))
+
+
+def _group_member(name: str) -> CommandModule | None:
+    """The entry of a module of a group (its name says which), else None."""
+    group = name.split("_", 1)[0]
+    if name == "eval" or (group in GROUPS and "_" in name):
+        return CommandModule(name, group, GROUPS[group])
+    return None
 
 
 def _declared_parser(path: Path, module: str) -> tuple[str, str | None]:
@@ -119,7 +134,9 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     wanted = selected_command(argv)
     group_parsers: dict = {}
-    for entry in command_modules():
+    # After a group's word (`argtui eval …`) argparse needs that group alone: the other commands are
+    # read from their sources (40 ms of a batch run's start) only where a listing may show them.
+    for entry in group_modules(wanted) if wanted in GROUPS else command_modules():
         if entry.command != wanted and entry.help is not None:
             if entry.command not in subparsers.choices:
                 subparsers.add_parser(entry.command, help=entry.help, add_help=False)
