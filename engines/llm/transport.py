@@ -50,23 +50,39 @@ def tls_context(base_urls: list[str]) -> Any:
     return httpx.create_ssl_context() if any(u.startswith("https:") for u in base_urls) else False
 
 
-def connection_pools(profile: BackendProfile, headers: dict[str, str], tls: Any) -> list[httpx.AsyncClient]:
-    """Enough pools of `CONNECTIONS_PER_POOL` connections for the profile's concurrency.
+class ConnectionPools:
+    """Enough httpx pools of `CONNECTIONS_PER_POOL` connections for the profile's concurrency.
 
     httpx's pool scans every connection on each state change, which costs O(connections) per
-    request; several small pools keep that flat at 256 in flight.
+    request; several small pools keep that flat at 256 in flight. They are made on first use:
+    with the aiohttp transport only streams and progress reads take them, and making them
+    (httpcore's import) costs about 0.05 s of a batch run's start.
     """
-    return [
-        httpx.AsyncClient(
-            verify=tls,
-            headers=headers,
-            timeout=httpx.Timeout(profile.timeout_s, connect=min(10.0, profile.timeout_s)),
-            limits=httpx.Limits(
-                max_connections=CONNECTIONS_PER_POOL, max_keepalive_connections=CONNECTIONS_PER_POOL
-            ),
-        )
-        for _ in range(math.ceil(profile.max_concurrency / CONNECTIONS_PER_POOL))
-    ]
+
+    def __init__(self, profile: BackendProfile, headers: dict[str, str], tls: Any):
+        self.count = math.ceil(profile.max_concurrency / CONNECTIONS_PER_POOL)
+        self._profile, self._headers, self._tls = profile, headers, tls
+        self._pools: list[httpx.AsyncClient] = []
+
+    def __getitem__(self, index: int) -> httpx.AsyncClient:
+        if not self._pools:
+            timeout_s = self._profile.timeout_s
+            self._pools = [
+                httpx.AsyncClient(
+                    verify=self._tls,
+                    headers=self._headers,
+                    timeout=httpx.Timeout(timeout_s, connect=min(10.0, timeout_s)),
+                    limits=httpx.Limits(
+                        max_connections=CONNECTIONS_PER_POOL, max_keepalive_connections=CONNECTIONS_PER_POOL
+                    ),
+                )
+                for _ in range(self.count)
+            ]
+        return self._pools[index]
+
+    async def aclose(self) -> None:
+        for pool in self._pools:
+            await pool.aclose()
 
 
 class AiohttpTransport:
@@ -178,31 +194,30 @@ class Transport:
         self._backoff = wait_random_exponential(multiplier=backoff_base_s, max=BACKOFF_MAX_S)
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         tls = tls_context(self.base_urls)
-        self._pools = connection_pools(profile, headers, tls)
+        self._pools = ConnectionPools(profile, headers, tls)
         # A whole answer is bounded by its deadline (`self.speed`), not by a read timeout; a
         # stream by the pools' read timeout between events.
         self._answer_timeout = httpx.Timeout(None, connect=min(10.0, profile.timeout_s))
-        self._slots: asyncio.Queue[httpx.AsyncClient] = asyncio.Queue()
+        self._slots: asyncio.Queue[int] = asyncio.Queue()
         # Each pool gets as many slots as it has connections; the slot queue (FIFO) spreads
         # requests across pools and bounds concurrency.
         for index in range(profile.max_concurrency):
-            self._slots.put_nowait(self._pools[index % len(self._pools)])
+            self._slots.put_nowait(index % self._pools.count)
         self._aiohttp = AiohttpTransport(profile, headers, tls) if profile.transport == "aiohttp" else None
 
     async def aclose(self) -> None:
         if self._aiohttp is not None:
             await self._aiohttp.aclose()
-        for pool in self._pools:
-            await pool.aclose()
+        await self._pools.aclose()
 
     @asynccontextmanager
-    async def _slot(self) -> AsyncIterator[httpx.AsyncClient]:
-        """One of `max_concurrency` request slots, with the connection pool it belongs to."""
-        http = await self._slots.get()
+    async def _slot(self) -> AsyncIterator[int]:
+        """One of `max_concurrency` request slots: the index of the connection pool it belongs to."""
+        pool = await self._slots.get()
         try:
-            yield http
+            yield pool
         finally:
-            self._slots.put_nowait(http)
+            self._slots.put_nowait(pool)
 
     def _retrying(self, url: str) -> AsyncRetrying:
         """Up to `profile.retries` more attempts after a timeout, a connection error or a
@@ -292,7 +307,7 @@ class Transport:
         return await self._retrying(url)(attempt)
 
     async def _request_once(self, method: str, url: str, body: dict | None) -> tuple[dict, float]:
-        async with self._slot() as http:
+        async with self._slot() as pool:
             stopwatch = Stopwatch()
             self.accounting.count_request()
             budget = None if body is None else body.get("max_tokens")
@@ -302,7 +317,7 @@ class Transport:
                     if self._aiohttp is not None:
                         response = await self._aiohttp.request(method, url, content)
                     else:
-                        response = await http.request(
+                        response = await self._pools[pool].request(
                             method, url, content=content, headers=None if body is None else JSON_CONTENT,
                             timeout=self._answer_timeout,
                         )
@@ -353,7 +368,9 @@ class Transport:
                 finish_reason = None
                 counts = (0, 0, 0)  # prompt, completion and prompt-cache tokens, from the usage event
                 self.accounting.count_request()
-                async with self._slot() as http, aconnect_sse(http, "POST", url, json=self._sent(body)) as source:
+                async with self._slot() as pool, aconnect_sse(
+                    self._pools[pool], "POST", url, json=self._sent(body)
+                ) as source:
                     if source.response.status_code >= 400:
                         await source.response.aread()
                         self._check_status(source.response, url, body)
