@@ -75,24 +75,56 @@ def correlation_intervals(
 ) -> dict[str, Interval]:
     """Percentile bootstrap intervals for Pearson, Spearman and Kendall, resampling items (the
     three over the same resamples, as three bootstraps of the same seed would draw them)."""
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    intervals = bootstrap_intervals(
-        lambda rows: _resampled_correlations(x, y, rows), len(x), resamples=resamples, level=level, seed=seed,
-    )
+    sample = _PairedScores(np.asarray(x, dtype=float), np.asarray(y, dtype=float))
+    intervals = bootstrap_intervals(sample.correlations, len(sample.x), resamples=resamples, level=level, seed=seed)
     return dict(zip(CORRELATIONS, intervals))
 
 
 def _resampled_correlations(x: np.ndarray, y: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """Pearson, Spearman and Kendall (the columns, in CORRELATIONS' order) of x and y on each row
     of indices (one bootstrap resample per row), all rows at once; NaN where undefined (a
-    resample with a constant vector). The draw counts and tie groups are shared."""
-    counts = _draw_counts(rows, len(x))
-    x_ties, y_ties = _ResampledTies(x, counts), _ResampledTies(y, counts)
-    return np.stack([
-        _pearson(x[rows], y[rows]),
-        _pearson(x_ties.ranks(rows), y_ties.ranks(rows)),  # Spearman: Pearson of the ranks
-        _resampled_kendall(x, y, counts, x_ties, y_ties, rows.shape[1]),
-    ], axis=1)
+    resample with a constant vector)."""
+    return _PairedScores(x, y).correlations(rows)
+
+
+class _PairedScores:
+    """Two paired score vectors, with what their correlations on any resample share: each vector's
+    groups of equal values and the signs of every pair's differences (the estimate on all items
+    and the resamples use them once)."""
+
+    def __init__(self, x: np.ndarray, y: np.ndarray):
+        self.x, self.y = x, y
+        self.x_ties, self.y_ties = _Ties(x), _Ties(y)
+        # S[i, j]: the sign of (x_i − x_j)(y_i − y_j), items in x's order; float32 for the product
+        # with the draw counts
+        x_sorted, y_by_x = x[self.x_ties.order], y[self.x_ties.order]
+        self.signs = (np.sign(x_sorted[:, None] - x_sorted[None, :])
+                      * np.sign(y_by_x[:, None] - y_by_x[None, :])).astype(np.float32)
+
+    def correlations(self, rows: np.ndarray) -> np.ndarray:
+        """Pearson, Spearman and Kendall (the columns) on each row of indices. The draw counts and
+        the tie groups' draws are shared."""
+        counts = _draw_counts(rows, len(self.x))
+        counts_by_x = counts[:, self.x_ties.order]
+        x_drawn, y_drawn = self.x_ties.drawn(counts_by_x, ordered=True), self.y_ties.drawn(counts)
+        return np.stack([
+            _pearson(self.x[rows], self.y[rows]),
+            _pearson(self.x_ties.ranks(x_drawn, rows), self.y_ties.ranks(y_drawn, rows)),  # Spearman: Pearson of the ranks
+            self._kendall(counts_by_x, x_drawn, y_drawn, rows.shape[1]),
+        ], axis=1)
+
+    def _kendall(self, counts_by_x: np.ndarray, x_drawn: np.ndarray, y_drawn: np.ndarray, drawn: int) -> np.ndarray:
+        """Kendall's τ-b (as scipy's) of each resample, from how often it draws each item.
+
+        With c the draw counts, concordant minus discordant pairs are c·S·c / 2, and the tied
+        pairs of x are (Σ_groups (Σ c)² − Σ c) / 2 over the groups of equal x.
+        """
+        # exact in float32: every sum is an integer far below 2**24
+        net = ((counts_by_x.astype(np.float32) @ self.signs) * counts_by_x).sum(axis=1, dtype=np.float64) / 2
+        pairs = drawn * (drawn - 1) / 2
+        with np.errstate(invalid="ignore", divide="ignore"):
+            tau = net / np.sqrt((pairs - _tied_pairs(x_drawn, drawn)) * (pairs - _tied_pairs(y_drawn, drawn)))
+        return np.where(np.isfinite(tau), np.clip(tau, -1.0, 1.0), NAN)
 
 
 def _pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -111,45 +143,33 @@ def _draw_counts(rows: np.ndarray, n: int) -> np.ndarray:
     return np.bincount(flat, minlength=len(rows) * n).reshape(len(rows), n).astype(np.float64)
 
 
-class _ResampledTies:
-    """The groups of equal values and how often each resample (row of the draw counts) draws each
-    group, in value order."""
+class _Ties:
+    """The groups of equal values of a vector, in value order."""
 
-    def __init__(self, values: np.ndarray, counts: np.ndarray):
-        order = np.argsort(values, kind="stable")
-        is_start = np.r_[True, np.diff(values[order]) != 0]
+    def __init__(self, values: np.ndarray):
+        self.order = np.argsort(values, kind="stable")
+        is_start = np.r_[True, np.diff(values[self.order]) != 0]
+        self.starts = np.flatnonzero(is_start)
         self.group = np.empty(len(values), dtype=np.intp)  # each item's group
-        self.group[order] = np.cumsum(is_start) - 1
-        self.drawn = np.add.reduceat(counts[:, order], np.flatnonzero(is_start), axis=1)
+        self.group[self.order] = np.cumsum(is_start) - 1
 
-    def ranks(self, rows: np.ndarray) -> np.ndarray:
-        """The ranks (scipy's rankdata: ties share their mean rank) of the values drawn by each row:
-        a drawn item ranks after the draws of smaller values, in the middle of the draws of its
-        own value. No per-resample sort."""
-        group_rank = np.cumsum(self.drawn, axis=1) - self.drawn + (self.drawn + 1) / 2
-        return np.take_along_axis(group_rank[:, self.group], rows, axis=1)
+    def drawn(self, counts: np.ndarray, ordered: bool = False) -> np.ndarray:
+        """How often each resample (row of the draw counts) draws each group; `ordered`: the
+        counts' columns are already in value order."""
+        return np.add.reduceat(counts if ordered else counts[:, self.order], self.starts, axis=1)
 
-    def tied_pairs(self, drawn: int) -> np.ndarray:
-        """Each resample's pairs of draws with equal values (a copy of an item is tied with it)."""
-        return ((self.drawn**2).sum(axis=1) - drawn) / 2
+    def ranks(self, drawn: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """The ranks (scipy's rankdata: ties share their mean rank) of the values drawn by each row
+        (`drawn`: its draws of each group): a drawn item ranks after the draws of smaller values,
+        in the middle of the draws of its own value. No per-resample sort."""
+        group_rank = np.cumsum(drawn, axis=1) - drawn + (drawn + 1) / 2
+        return np.take_along_axis(group_rank, self.group[rows], axis=1)
 
 
-def _resampled_kendall(
-    x: np.ndarray, y: np.ndarray, counts: np.ndarray, x_ties: _ResampledTies, y_ties: _ResampledTies, drawn: int,
-) -> np.ndarray:
-    """Kendall's τ-b (as scipy's) of each resample, from how often it draws each item.
-
-    With c the draw counts, concordant minus discordant pairs are c·S·c / 2 (S[i, j]: the
-    sign of (x_i − x_j)(y_i − y_j)), and the tied pairs of x are (Σ_groups (Σ c)² − Σ c) / 2
-    over the groups of equal x.
-    """
-    signs = (np.sign(x[:, None] - x[None, :]) * np.sign(y[:, None] - y[None, :])).astype(np.float32)
-    # exact in float32: every sum is an integer far below 2**24
-    net = ((counts.astype(np.float32) @ signs) * counts).sum(axis=1, dtype=np.float64) / 2
-    pairs = drawn * (drawn - 1) / 2
-    with np.errstate(invalid="ignore", divide="ignore"):
-        tau = net / np.sqrt((pairs - x_ties.tied_pairs(drawn)) * (pairs - y_ties.tied_pairs(drawn)))
-    return np.where(np.isfinite(tau), np.clip(tau, -1.0, 1.0), NAN)
+def _tied_pairs(drawn: np.ndarray, draws: int) -> np.ndarray:
+    """Each resample's pairs of draws with equal values (a copy of an item is tied with it), from
+    its draws of each group."""
+    return ((drawn**2).sum(axis=1) - draws) / 2
 
 
 # ---------------------------------------------------------------------- labels
