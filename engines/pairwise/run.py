@@ -32,7 +32,7 @@ class SelectionError(ArgtuiError):
     """The requested dimensions or topics do not exist."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a batch run makes thousands
 class PairItem:
     """One expert comparison to judge: arguments a and b of a topic, on one dimension."""
 
@@ -95,15 +95,14 @@ def select_items(
         raise SelectionError(f"unknown topic id {missing[0]} (known: 1–{max(corpus.topics)})")
     items: list[PairItem] = []
     for dimension in dimensions:
-        pool = [
-            PairItem(dimension, c.topic_id, c.a, c.b, c.label)
-            for c in corpus.comparisons[dimension]
-            if wanted is None or c.topic_id in wanted
-        ]
-        if limit is not None and limit < len(pool):
-            order = list(range(len(pool)))
+        comparisons = corpus.comparisons[dimension]
+        if wanted is not None:
+            comparisons = [c for c in comparisons if c.topic_id in wanted]
+        if limit is not None and limit < len(comparisons):
+            order = list(range(len(comparisons)))
             random.Random(seed).shuffle(order)
-            pool = [pool[i] for i in sorted(order[:limit])]
+            comparisons = [comparisons[i] for i in sorted(order[:limit])]
+        pool = [PairItem(dimension, c.topic_id, c.a, c.b, c.label) for c in comparisons]
         topic_rank: dict[int, int] = {}
         for pair in pool:
             topic_rank.setdefault(pair.topic_id, len(topic_rank))
