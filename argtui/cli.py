@@ -107,11 +107,14 @@ def _literal(node: ast.expr, constants: dict) -> object:
 
 
 def selected_command(argv: list[str]) -> str | None:
-    """The command word of `argv` (after any top-level options), or None."""
+    """The command word of `argv` (after any top-level options), or None: no command, or the
+    top-level help asked before it (`argtui --help eval` lists every command)."""
     tokens = iter(argv)
     for token in tokens:
         if token in ("--backend", "--student"):
             next(tokens, None)
+        elif token in ("-h", "--help"):
+            return None
         elif not token.startswith("-"):
             return token
     return None

@@ -34,6 +34,13 @@ def test_a_group_command_reads_no_other_command_source(monkeypatch):
     ]
 
 
+@pytest.mark.parametrize("argv", [["--help", "eval", "pairwise"], ["-h", "export"], ["--backend", "b", "--help", "eval"]])
+def test_the_top_level_help_before_a_group_still_lists_every_command(argv):
+    listing = build_parser(["--help"]).format_help()
+    assert all(f" {entry.command} " in listing for entry in command_modules())
+    assert build_parser(argv).format_help() == listing
+
+
 @pytest.mark.parametrize("group", sorted(GROUPS))
 def test_a_group_by_its_module_names_is_the_group_of_the_full_listing(group):
     by_name = group_modules(group)
