@@ -20,6 +20,7 @@ from engines.metrics.agreement import (
     percent_agreement,
     run_variability,
     score_agreement,
+    score_agreement_with_intervals,
 )
 
 RNG = np.random.default_rng(7)
@@ -177,3 +178,17 @@ def test_point_estimates_with_ties_match_scipy(n):
     assert result.pearson == pytest.approx(stats.pearsonr(x, y).statistic, abs=1e-12)
     assert result.spearman == pytest.approx(stats.spearmanr(x, y).statistic, abs=1e-12)
     assert result.kendall == pytest.approx(stats.kendalltau(x, y).statistic, abs=1e-12)
+
+
+@pytest.mark.parametrize("n", [2, 3, 40])
+def test_agreement_with_intervals_is_the_agreement_and_the_intervals_computed_apart(n):
+    """The correlations are computed once, as the intervals' estimates: the same values to the last digit."""
+    rng = np.random.default_rng(n + 1)
+    x = np.round(rng.normal(size=n), 1)
+    y = np.round(0.5 * x + rng.normal(size=n), 1)
+    for first, second in ((x, y), (x, np.ones(n))):  # a constant vector: undefined correlations
+        scores, intervals = score_agreement_with_intervals(first, second, resamples=200, seed=3)
+        assert str(scores) == str(score_agreement(first, second))  # str: NaN equals NaN
+        assert str(intervals) == str(correlation_intervals(first, second, resamples=200, seed=3))
+    with pytest.raises(ValueError):
+        score_agreement_with_intervals(x, y[:-1])

@@ -55,11 +55,31 @@ def _correlations(x: np.ndarray, y: np.ndarray) -> list[float]:
 
 def score_agreement(x: Sequence[float], y: Sequence[float]) -> ScoreAgreement:
     """Agreement of two paired score vectors (e.g. a judge's BT scores vs the experts')."""
+    x, y = _paired(x, y)
+    return _score_agreement(x, y, _correlations(x, y))
+
+
+def score_agreement_with_intervals(
+    x: Sequence[float], y: Sequence[float], *, resamples: int = 1000, level: float = 0.95, seed: int = 0
+) -> tuple[ScoreAgreement, dict[str, Interval]]:
+    """`score_agreement` and `correlation_intervals` of the same vectors, the correlations computed
+    once: they are the intervals' estimates."""
+    x, y = _paired(x, y)
+    intervals = correlation_intervals(x, y, resamples=resamples, level=level, seed=seed)
+    estimates = [intervals[name].estimate for name in CORRELATIONS] if len(x) >= 2 else [NAN] * len(CORRELATIONS)
+    return _score_agreement(x, y, estimates), intervals
+
+
+def _paired(x: Sequence[float], y: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if x.shape != y.shape:
         raise ValueError(f"score vectors differ in length: {len(x)} vs {len(y)}")
+    return x, y
+
+
+def _score_agreement(x: np.ndarray, y: np.ndarray, correlations: Sequence[float]) -> ScoreAgreement:
     diff = x - y
-    pearson, spearman, kendall = _correlations(x, y)
+    pearson, spearman, kendall = correlations
     return ScoreAgreement(
         n=len(x),
         pearson=pearson,

@@ -23,11 +23,11 @@ from engines.metrics.agreement import (
     LabelAgreement,
     RunVariability,
     ScoreAgreement,
-    correlation_intervals,
     finite_or_none,
     label_agreement,
     run_variability,
     score_agreement,
+    score_agreement_with_intervals,
 )
 from engines.metrics.bootstrap import Interval
 from engines.metrics.ranking import aligned, grouped_bradley_terry, z_normalise
@@ -202,17 +202,20 @@ def evaluate_dimension(
         if (scores := corpus.argument(*argument).scores) is not None
     }
     _, judge_vector, expert_vector = aligned(judge_scores, z_normalise(expert_scores))
+    if resamples and len(judge_vector) > 2:
+        scores, intervals = score_agreement_with_intervals(judge_vector, expert_vector, resamples=resamples)
+    else:
+        scores, intervals = score_agreement(judge_vector, expert_vector), {}
     result = DimensionResult(
         dimension=dimension,
         pairs=len(judged),
         invalid=sum(1 for j in judged if j.label is None),
-        scores=score_agreement(judge_vector, expert_vector),
+        scores=scores,
         labels=label_agreement([j.label for j in judged], [j.item.expert for j in judged]),
         judge_scores=judge_scores,
         expert_scores=expert_scores,
+        intervals=intervals,
     )
-    if resamples and len(judge_vector) > 2:
-        result.intervals = correlation_intervals(judge_vector, expert_vector, resamples=resamples)
     if mode == "runs" and any(len(j.run_labels) > 1 for j in judged):
         result.variability = run_variability([j.run_labels for j in judged])
     if mode == "swap":
