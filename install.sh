@@ -23,7 +23,7 @@ stages=$(( 4 + ${build_server:-0} ))
 stage() { echo "[$(( SECONDS - started )) s] $*"; }
 
 stage "1/$stages virtual environment in $(pwd)/.venv"
-# Without pip: ensurepip's install of it was 7 of a fresh install's 18 CPU seconds; uv puts it in below.
+# Without pip, which ensurepip takes about 7 CPU seconds to install and compile; uv puts it in below.
 [ -x .venv/bin/python ] || "$python" -m venv --without-pip .venv
 
 stage "2/$stages the package installer (uv)"
