@@ -115,6 +115,10 @@ class _PairedScores:
     def __init__(self, x: np.ndarray, y: np.ndarray):
         self.x, self.y = x, y
         self.x_ties, self.y_ties = _Ties(x), _Ties(y)
+        # the draw counts' columns are the items in x's order: each item's column, and y's order there
+        self.column = np.empty(len(x), dtype=np.intp)
+        self.column[self.x_ties.order] = np.arange(len(x))
+        self.y_order = self.column[self.y_ties.order]
         # S[i, j]: the sign of (x_i − x_j)(y_i − y_j), items in x's order; float32 for the product
         # with the draw counts
         x_sorted, y_by_x = x[self.x_ties.order], y[self.x_ties.order]
@@ -124,9 +128,9 @@ class _PairedScores:
     def correlations(self, rows: np.ndarray) -> np.ndarray:
         """Pearson, Spearman and Kendall (the columns) on each row of indices. The draw counts and
         the tie groups' draws are shared."""
-        counts = _draw_counts(rows, len(self.x))
-        counts_by_x = counts[:, self.x_ties.order]
-        x_drawn, y_drawn = self.x_ties.drawn(counts_by_x, ordered=True), self.y_ties.drawn(counts)
+        counts_by_x = _draw_counts(self.column[rows], len(self.x))
+        x_drawn = self.x_ties.drawn(counts_by_x)
+        y_drawn = self.y_ties.drawn(counts_by_x[:, self.y_order])
         return np.stack([
             _pearson(self.x[rows], self.y[rows]),
             _pearson(self.x_ties.ranks(x_drawn, rows), self.y_ties.ranks(y_drawn, rows)),  # Spearman: Pearson of the ranks
@@ -173,10 +177,9 @@ class _Ties:
         self.group = np.empty(len(values), dtype=np.intp)  # each item's group
         self.group[self.order] = np.cumsum(is_start) - 1
 
-    def drawn(self, counts: np.ndarray, ordered: bool = False) -> np.ndarray:
-        """How often each resample (row of the draw counts) draws each group; `ordered`: the
-        counts' columns are already in value order."""
-        return np.add.reduceat(counts if ordered else counts[:, self.order], self.starts, axis=1)
+    def drawn(self, counts: np.ndarray) -> np.ndarray:
+        """How often each resample draws each group, from its draw counts of the items in value order."""
+        return np.add.reduceat(counts, self.starts, axis=1)
 
     def ranks(self, drawn: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """The ranks (scipy's rankdata: ties share their mean rank) of the values drawn by each row
