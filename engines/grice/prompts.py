@@ -63,8 +63,9 @@ ANALYZER_STAGE1_TEMPLATE = (
 )
 RATIONALE_REQUEST = "Explain your answer in one or two sentences."
 
-LAYOUTS = ("seed", "shared")
-DEFAULT_LAYOUT = "seed"
+SEED_LAYOUT, SHARED_LAYOUT = "seed", "shared"
+LAYOUTS = (SEED_LAYOUT, SHARED_LAYOUT)
+DEFAULT_LAYOUT = SEED_LAYOUT  # `argtui eval grice`'s: the templates as printed; live debates use SHARED_LAYOUT
 DIALOGUE_FIELD = "{debate_dialogue}\n"
 
 # Budgets keep prompts inside a small model's context (the embedded server has 4096 tokens a slot).
@@ -129,9 +130,9 @@ def render_dialogue(context: GriceContext, budget: DialogueBudget = FULL) -> str
 def laid_out(template: str, layout: str) -> str:
     """A judging template in a layout: `seed` as printed; `shared` with the debate block
     first and the template's sentences after it, each as printed and in the same order."""
-    if layout == "seed":
+    if layout == SEED_LAYOUT:
         return template
-    if layout != "shared":
+    if layout != SHARED_LAYOUT:
         raise ValueError(f"unknown Grice prompt layout {layout!r}; choose one of {', '.join(LAYOUTS)}")
     before, after = template.split(DIALOGUE_FIELD)
     return DIALOGUE_FIELD + before + after

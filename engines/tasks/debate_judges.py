@@ -1,8 +1,8 @@
 """The judges of a live debate, as the tasks define them (`engines.debate.exchange.LiveJudges`).
 
-A reply's Grice maxims are judged by the grice task's own `judge` with the options a batch
-run has with no flags, and stored under the judge `argtui eval grice --strategy S` would be
-on the same backend; a message's components by `label_text`, under the components judge of
+A reply's Grice maxims are judged by the grice task's own `judge` with the options of
+`live_grice_options`, and stored under the judge `argtui eval grice --strategy S --layout shared`
+would be on the same backend; a message's components by `label_text`, under the components judge of
 the options given here (short answers, so labels come while the student reads); the Coach
 by the inspire task, as `argtui eval inspire --debate ID` scores a stored turn. Every
 judgment is a `Verdict` in the judgment store, so the Leaderboard and exports see it.
@@ -18,6 +18,7 @@ from engines.components.records import text_key
 from engines.debate.exchange import StoredJudgment
 from engines.debate.records import ComponentRecord, GriceRecord, MetricRecord, StoredTurn
 from engines.grice import METRICS
+from engines.grice.prompts import SHARED_LAYOUT
 from engines.grice.types import GriceContext
 from engines.inspire.score import inspire_scores_by_debate, stored_turn_key
 from engines.judging.judge_one import judge_one
@@ -27,6 +28,8 @@ from engines.tasks.components import TASK as COMPONENTS, label_text
 from engines.tasks.grice import TASK as GRICE, GriceItem
 from engines.tasks.inspire_turns import TurnJudgment
 
+LIVE_GRICE_LAYOUT = SHARED_LAYOUT
+
 
 def live_component_options() -> Any:
     """The components options of a live debate: the live classifier's short answers, which name
@@ -35,6 +38,13 @@ def live_component_options() -> Any:
         COMPONENTS, turn_tokens=LIVE_SETTINGS.debater_max_tokens, judge_tokens=LIVE_SETTINGS.judge_max_tokens,
         reasoning_tokens=LIVE_SETTINGS.reasoning_max_tokens,
     )
+
+
+def live_grice_options(layout: str = LIVE_GRICE_LAYOUT) -> Any:
+    """The Grice options of a live debate: a batch run's with no flags but the shared layout, whose
+    four maxim prompts of a reply begin with the same debate block, computed once by the server's
+    prompt cache instead of once per maxim (the seed's layout stays `argtui eval grice`'s default)."""
+    return default_options(GRICE, layout=layout)
 
 
 def grice_item(debate_id: int, turn: StoredTurn, context: GriceContext) -> TaskItem:
@@ -50,9 +60,10 @@ def grice_item(debate_id: int, turn: StoredTurn, context: GriceContext) -> TaskI
 class TaskJudges:
     """A debate's judges on `client`, storing through the application's context."""
 
-    def __init__(self, ctx: TaskContext, client: LLMClient):
+    def __init__(self, ctx: TaskContext, client: LLMClient, grice_layout: str = LIVE_GRICE_LAYOUT):
         self.ctx = ctx
         self.client = client
+        self.grice_options = live_grice_options(grice_layout)  # another layout: to compare (benchmarks)
 
     async def label(
         self, debate_id: int, turn: StoredTurn, method: str, on_component: Callable[[ComponentRecord], None]
@@ -65,14 +76,14 @@ class TaskJudges:
         return stored, [ComponentRecord.of(result) for result in results]
 
     async def prepare(self, strategy: str) -> None:
-        await GRICE.prepare(self.ctx, strategy, self.client, default_options(GRICE))
+        await GRICE.prepare(self.ctx, strategy, self.client, self.grice_options)
 
     async def grice(
         self, debate_id: int, turn: StoredTurn, context: GriceContext, strategy: str,
         on_maxim: Callable[[MetricRecord], None],
     ) -> tuple[StoredJudgment, GriceRecord]:
         judged = await judge_one(
-            self.ctx, GRICE, self.client, strategy, default_options(GRICE), grice_item(debate_id, turn, context),
+            self.ctx, GRICE, self.client, strategy, self.grice_options, grice_item(debate_id, turn, context),
             on_part=lambda judgment: on_maxim(MetricRecord.of(judgment)),
         )
         return (StoredJudgment(GRICE.name, judged.judge.name, (judged.item.key,)),
