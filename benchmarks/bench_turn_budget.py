@@ -4,14 +4,19 @@ judgments of it, the component labels of the student's message and the Coach's s
 Starts llama-server with the embedded model as argtui does, builds the embedded argument
 index in a temporary folder, then plays the fixed script of `bench_debate_levels` (the
 student defends school uniforms, a bundled topic) at each level, a fresh debate per level,
-with the Debate screen's judges, the Coach included. Per level it prints, summed over the
-messages and per message, the prompt tokens the server computed, those it reused from its
-prompt cache, and the tokens generated, per judge (reply, Grice, labels, Coach) and per
-turn, with each judge's wall time (the slowest message's and the median).
+with the Debate screen's judges, the Coach included. As the Debate screen does when a debate
+opens, the exchange prepares its judges before the first message (the Analyzer's stage-1
+reasons, derived once per home): its tokens and wall time are a row of their own. Per level
+it prints that row and, summed over the messages and per message, the prompt tokens the
+server computed, those it reused from its prompt cache, and the tokens generated, per judge
+(reply, Grice, labels, Coach) and per turn, with each judge's wall time (the slowest
+message's and the median).
 
-    .venv/bin/python benchmarks/bench_turn_budget.py [--levels 0 1 2] [--smoke]
+    .venv/bin/python benchmarks/bench_turn_budget.py [--levels 0 1 2] [--smoke] [--slots N]
+        [--grice-layout seed|shared]
 
---smoke plays the first message at level 0 only. Writes
+--smoke plays the first message at level 0 only; --slots and --grice-layout start the server with
+another number of slots and judge Grice in another layout than argtui's, to compare. Writes
 benchmarks/results/bench_turn_budget.json (bench_turn_budget-smoke.json with --smoke, or --output PATH).
 """
 
@@ -24,6 +29,7 @@ import os
 import platform
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,10 +42,12 @@ from argtui.runtime import Runtime  # noqa: E402
 from engines.debate.exchange import DebateExchange  # noqa: E402
 from engines.debate.levels import LEVELS, get_level  # noqa: E402
 from engines.debate.session import DebateSession, JudgingChoice  # noqa: E402
+from engines.grice.prompts import LAYOUTS  # noqa: E402
 from engines.llm.client import LLMClient  # noqa: E402
-from engines.llm.embedded import embedded_server  # noqa: E402
+from engines.llm.embedded import EmbeddedSettings, embedded_server  # noqa: E402
+from engines.llm.types import UsageMeter  # noqa: E402
 from engines.retrieval import RetrievalSettings, open_retriever  # noqa: E402
-from engines.tasks.debate_judges import TaskJudges  # noqa: E402
+from engines.tasks.debate_judges import LIVE_GRICE_LAYOUT, TaskJudges  # noqa: E402
 from store.debates import DebateRepository  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
@@ -69,6 +77,16 @@ def turn_budget(turn: dict) -> dict:
             "everything_shown_s": turn["everything_shown_s"], "failure": turn["failure"]}
 
 
+async def prepare(exchange: DebateExchange) -> dict:
+    """The exchange's preparation as the Debate screen runs it when the debate opens: its tokens and wall time."""
+    started = time.perf_counter()
+    with UsageMeter().counting() as meter:
+        await exchange.prepare()
+    usage = meter.usage
+    return {"computed": usage.computed_prompt_tokens, "reused": usage.reused_prompt_tokens,
+            "generated": usage.completion_tokens, "wall_s": round(time.perf_counter() - started, 3)}
+
+
 def level_budget(budgets: list[dict]) -> dict:
     """A level's messages summed per judge and per turn, with the judges' median and slowest wall times."""
     judges = {}
@@ -84,9 +102,10 @@ def level_budget(budgets: list[dict]) -> dict:
     }
 
 
-async def main(levels: list[int], script: tuple[str, ...]) -> dict:
+async def main(levels: list[int], script: tuple[str, ...], settings: EmbeddedSettings = EmbeddedSettings(),
+               grice_layout: str = LIVE_GRICE_LAYOUT) -> dict:
     folder = Path(tempfile.mkdtemp(prefix="bench-turn-budget-"))
-    server = embedded_server(folder / "llama-server.log")
+    server = embedded_server(folder / "llama-server.log", settings)
     server.start()
     try:
         await server.wait_ready()
@@ -100,18 +119,20 @@ async def main(levels: list[int], script: tuple[str, ...]) -> dict:
             client = LLMClient(profile)  # no response cache: every level asks the model afresh
             debate = repository.create(CLAIM, SIDE, backend=profile.name, level=number)
             session = DebateSession(repository, debate, client, retriever, choice=JudgingChoice())
-            exchange = DebateExchange(session, TaskJudges(runtime, client), coach=True)
+            exchange = DebateExchange(session, TaskJudges(runtime, client, grice_layout), coach=True)
+            prepared = await prepare(exchange)
             budgets = [turn_budget(await one_turn(exchange, message)) for message in script]
             await client.aclose()
             results[str(number)] = {"level": number, "name": get_level(number).name,
                                     "component_method": session.choice.component_method,
-                                    **level_budget(budgets), "turns": budgets}
+                                    "prepare": prepared, **level_budget(budgets), "turns": budgets}
         await retriever.aclose()
         await runtime.aclose()
     finally:
         server.stop()
     return {
-        "claim": CLAIM, "student_side": SIDE, "messages": len(script),
+        "claim": CLAIM, "student_side": SIDE, "messages": len(script), "slots": settings.slots,
+        "grice_layout": grice_layout,
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "load_1min": os.getloadavg()[0]},
         "levels": results,
     }
@@ -122,10 +143,14 @@ def seconds(value: float | None) -> str:
 
 
 def print_table(results: dict) -> None:
-    print(f"{results['messages']} message(s); load {results['machine']['load_1min']:.2f}; "
+    print(f"{results['messages']} message(s); {results['slots']} slot(s), Grice layout {results['grice_layout']}; "
+          f"load {results['machine']['load_1min']:.2f}; "
           "prompt tokens computed / reused, tokens generated, wall time median (slowest)")
     for row in results["levels"].values():
         print(f"level {row['level']} {row['name']} (labels: {row['component_method']})")
+        prepared = row["prepare"]
+        print(f"  prepare:   {prepared['computed']:>6} / {prepared['reused']:>6}, {prepared['generated']:>5} "
+              f"generated; {prepared['wall_s']:.1f} s, when the debate opens")
         for number, turn in enumerate(row["turns"], 1):
             total = turn["total"]
             steps = ", ".join(f"{judge} {turn['judges'][judge]['wall_s']:.1f} s"
@@ -147,10 +172,13 @@ if __name__ == "__main__":
     parser.add_argument("--levels", type=int, nargs="+", default=[level.number for level in LEVELS],
                         choices=[level.number for level in LEVELS])
     parser.add_argument("--smoke", action="store_true", help="one message at level 0")
+    parser.add_argument("--slots", type=int, default=EmbeddedSettings().slots, help="the server's slots")
+    parser.add_argument("--grice-layout", choices=LAYOUTS, default=LIVE_GRICE_LAYOUT,
+                        help="the Grice prompts' layout (default: live judging's)")
     parser.add_argument("--output", type=Path, help="the JSON file to write (default: under benchmarks/results/)")
     args = parser.parse_args()
     levels, script = ([0], SCRIPT[:1]) if args.smoke else (args.levels, SCRIPT)
-    results = asyncio.run(main(levels, script))
+    results = asyncio.run(main(levels, script, EmbeddedSettings(slots=args.slots), args.grice_layout))
     print_table(results)
     target = args.output or RESULTS / ("bench_turn_budget-smoke.json" if args.smoke else "bench_turn_budget.json")
     target.parent.mkdir(parents=True, exist_ok=True)

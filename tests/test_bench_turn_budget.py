@@ -12,6 +12,8 @@ import sys
 import pytest
 
 from conftest import REPO_ROOT
+from engines.llm.embedded import EmbeddedSettings
+from engines.tasks.debate_judges import LIVE_GRICE_LAYOUT
 
 JUDGES = ("reply", "grice", "components", "coach")
 
@@ -28,10 +30,16 @@ def test_the_smoke_run_prints_the_tokens_and_wall_time_of_every_judge_of_a_turn(
     figures = r"\s+(\d+) /\s+(\d+),\s+(\d+) generated"
     for judge in (*JUDGES, "turns"):
         assert any(re.match(rf"\s+{judge}{figures}", line) for line in lines), done.stdout
+    # the judges' preparation when the debate opens, on a row of its own: the Analyzer's stage 1s
+    [prepared] = [re.match(rf"\s+prepare:{figures}", line) for line in lines if line.lstrip().startswith("prepare:")]
+    assert prepared is not None and int(prepared[1]) > 0, done.stdout
     [message] = [line for line in lines if re.match(rf"\s+message 1:{figures}", line)]
     assert all(f"{judge} " in message for judge in JUDGES), message  # each one's wall time
 
-    [level] = json.loads(output.read_text())["levels"].values()
+    results = json.loads(output.read_text())
+    assert results["grice_layout"] == LIVE_GRICE_LAYOUT and results["slots"] == EmbeddedSettings().slots
+    [level] = results["levels"].values()
+    assert level["prepare"]["computed"] == int(prepared[1])
     assert level["level"] == 0 and len(level["turns"]) == 1
     judges = level["judges"]
     for count in ("computed", "reused", "generated"):
