@@ -33,7 +33,7 @@ from engines.debate.opponent import (
 )
 from engines.debate.pipeline import STEPS
 from engines.debate.records import DebateRecords
-from engines.debate.replies import WORD_LIMIT, check_text
+from engines.debate.replies import WORD_LIMIT, check_text, unlabelled
 from engines.debate.session import DebateSession, JudgingChoice
 from engines.errors import ArgtuiError
 from engines.llm.client import LLMClient
@@ -77,18 +77,29 @@ def stance_checks(server: FakeServer) -> list[dict]:
     ECHO,
     "This answer has to be of a maximum of 60 words.",
     "justification_tone: uniforms are cheap",
+    "Uniforms are cheap, uniforms are cheap, uniforms are cheap.",
+    "As Turn N showed, uniforms are cheap.",
     TOO_LONG,
     "",
 ])
-def test_the_text_checks_reject_echoes_long_and_empty_replies(text):
+def test_the_text_checks_reject_echoes_loops_placeholders_long_and_empty_replies(text):
     assert check_text(text, REPLY_TEMPLATES) is not None
+
+
+@pytest.mark.parametrize("text", [
+    "My response: Uniforms are an added burden on poor parents.",
+    "Reply: Uniforms are an added burden on poor parents.",
+    "1. Uniforms are an added burden on poor parents.",
+])
+def test_a_reply_loses_the_label_a_model_writes_before_it(text):
+    assert unlabelled(text, REPLY_TEMPLATES) == "Uniforms are an added burden on poor parents."
 
 
 def test_a_reply_may_reuse_the_dialogue_and_the_arguments_it_was_given():
     reply = ("Uniforms do not stop bullying: school uniforms are an added burden on already poor parents "
              "and not the money-saver they like to claim.")
     assert check_text(reply, REPLY_TEMPLATES) is None
-    assert check_text(" ".join(["word"] * WORD_LIMIT), REPLY_TEMPLATES) is None
+    assert check_text(" ".join(f"word{n}" for n in range(WORD_LIMIT)), REPLY_TEMPLATES) is None
     assert check_text("Uniforms cost.", REPLY_TEMPLATES, complete=False).kind == "length"
 
 
@@ -261,12 +272,12 @@ async def test_an_echo_then_a_61_word_reply_fall_back_to_the_best_argument(retri
     turn = events[-1].turn
     best = turn.steps.final.selected()[0][1]
     assert turn.fallback and turn.reply == best and turn.steps.reply.fallback
-    assert [d.kind for d in turn.steps.reply.rejected] == ["echo", "length"]
+    assert [d.kind for d in turn.steps.reply.rejected] == ["unmeant", "length"]
     assert [e.attempt for e in events if isinstance(e, ReplyRejected)] == [1, 2]
     assert {item.argument.id for item in turn.evidence if item.used} == {
         item.argument.id for item in turn.evidence if item.argument.text == best}
     replies = [body["messages"][0]["content"] for body in fake_server.bodies if body.get("stream")]
-    assert "rejected because it repeats the instructions" in replies[1] and "rejected" not in replies[0]
+    assert "rejected because it repeats the prompt" in replies[1] and "rejected" not in replies[0]
     assert stance_checks(fake_server) == []  # the text checks failed first: no stance question asked
     await client.aclose()
 

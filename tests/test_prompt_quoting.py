@@ -222,7 +222,7 @@ def test_level_1_quotes_the_dialogue_and_the_argument_it_adapts(texts):
         claim, *turns, argument = values
         history = [DialogueTurn(role, text) for role, text in zip(("user", "assistant", "user"), turns)]
         prompt = quick_reply_prompt(DebateSetup(claim, "con"), history, argument)
-        return [prompt, with_reason(prompt, Rejection("echo", argument))]
+        return [prompt, with_reason(prompt, Rejection("unmeant", argument))]
 
     prompt, retry = assert_only_in_slots(build, [(text, quoted_debate) for text in texts], DEBATE)
     lines = prompt.splitlines()

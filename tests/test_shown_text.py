@@ -34,6 +34,7 @@ from test_ballot import MESSAGES, answer, stored_debate
     ("Uniforms help. " + "Uniforms cut costs for families, " * 9, "repeats"),
     ("I'm sorry for any confusion, but as a chatbot I cannot judge this debate.", "disclaimer"),
     ("Argue for {claim} again.", "placeholder"),
+    ("rewrite_from: the student's first sentence", "field of the prompt"),
     ("…", "no words"),
 ])
 def test_text_the_model_did_not_mean_is_named(text, why):

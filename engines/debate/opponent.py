@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import copy
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import AsyncGenerator, AsyncIterator, Awaitable, Callable, Literal, Mapping, Sequence, TypeVar
 
 from engines.debate import prompts, replies
@@ -483,6 +483,9 @@ class Opponent:
                     yield DraftWriting(count_words(event.text), attempt + 1, event.text)
                 else:
                     draft = event
+            if draft.reply is not None:  # "My response: …": the label is the model's, not the reply's
+                response = replies.unlabelled(draft.reply.response, templates)
+                draft = replace(draft, reply=draft.reply.model_copy(update={"response": response}))
             rejection = await self._rejection(clock, setup, draft, templates)
             if rejection is None:
                 accepted = draft.reply

@@ -146,6 +146,9 @@ TEMPLATE_LABELS = (
     "ATTACK STRATEGY", "SUPPORT STRATEGY", "TEXT STRATEGY", "SEARCH_1", "SEARCH_2", "SEARCH_3",
 )
 
+# What a model writes before a reply beside the prompts' labels: the reply's own name.
+REPLY_LABELS = (*TEMPLATE_LABELS, "Response", "My response", "Answer", "My answer")
+
 
 def quoted(text: str) -> str:
     """A text as the prompts take it: on one line, their labels in it defused."""

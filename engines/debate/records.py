@@ -130,7 +130,7 @@ class FallbackRecord(Record):
 class RejectedDraft(Record):
     """A reply draft that was not shown, and why."""
 
-    kind: str  # invalid | empty | length | echo | stance
+    kind: str  # invalid | empty | length | unmeant (before: echo) | stance
     reason: str
     text: str
 

@@ -23,6 +23,7 @@ CLAUSE_MIN_WORDS = 2
 
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 _TEMPLATE_FIELD = re.compile(r"\{[^{}]*\}")
+_NAME = re.compile(r"\b[a-z0-9]+(?:_[a-z0-9]+)+\b")  # snake_case: a field an answer is asked to fill
 _CLAUSE_BREAK = re.compile(r"[,.;:!?…\n]+")
 # What a model writes before an item of a list: a bullet, or a number of one or two digits a
 # level ("1.", "2)", "1.1.1.1:"), never a number the item states ("1.5 million", "2020 saw …").
@@ -58,11 +59,17 @@ def _template_runs(template: str) -> frozenset[tuple[str, ...]]:
     return frozenset(run for part in _TEMPLATE_FIELD.split(template) for run in _runs(words(part)))
 
 
+@cache
+def _template_names(template: str) -> frozenset[str]:
+    """The snake_case names of a prompt template's own text: the answer fields it asks for."""
+    return frozenset(name for part in _TEMPLATE_FIELD.split(template) for name in _NAME.findall(part.lower()))
+
+
 def unmeant(text: str, template: str = "") -> str | None:
     """Why `text` is not what the model meant to say, or None: no words at all, a placeholder,
     a chatbot's disclaimer, RUN_WORDS words in a row of its prompt's `template` (fields left
-    out, so quoting the debate is no echo), or a loop (RUN_WORDS words in a row said twice,
-    a clause CLAUSE_REPEATS times)."""
+    out, so quoting the debate is no echo) or one of its field names, or a loop (RUN_WORDS
+    words in a row said twice, a clause CLAUSE_REPEATS times)."""
     tokens = words(text)
     if not tokens:
         return "it has no words"
@@ -76,6 +83,9 @@ def unmeant(text: str, template: str = "") -> str | None:
         echoed = next((run for run in _runs(tokens) if run in _template_runs(template)), None)
         if echoed:
             return f"it repeats the prompt ({' '.join(echoed)!r})"
+        field_name = next((name for name in _NAME.findall(text.lower()) if name in _template_names(template)), None)
+        if field_name:
+            return f"it names a field of the prompt ({field_name!r}) instead of answering"
     repeated = next((run for run, count in Counter(_runs(tokens)).items() if count > 1), None)
     if repeated:
         return f"it repeats itself ({' '.join(repeated)!r})"
