@@ -115,3 +115,18 @@ async def test_a_ballot_the_model_did_not_mean_is_asked_again_then_said_unusable
         assert ballot.fix == "Back each claim with an example."
         await client.aclose()
     await runtime.aclose()
+
+
+def test_the_strategy_cards_justification_read_back_from_its_prompt_is_not_shown():
+    from engines.debate.schemas import StrategyAnalysis
+    from screens.widgets.strategy import strategy_card
+
+    fields = dict(tone="Neutral", style="Logical", approach_strategy="Focused", type_of_arguments="Logical",
+                  perspective="Economic")
+    meant = "The opponent appeals to stability, so a logical answer fits."
+    echoed = "Economical, Ethical, Ethical/Moral, Scientific, Practicalpragmatic, Historical, or Cultural"
+    card = strategy_card(StrategyAnalysis(**fields, **{
+        name: echoed if name == "justification_style" else meant
+        for name in StrategyAnalysis.model_fields if name.startswith("justification")
+    })).plain
+    assert meant in card and echoed not in card and f"style: Logical\n  {NO_USABLE_ANSWER}" in card

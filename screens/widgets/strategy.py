@@ -13,7 +13,9 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from engines.debate.opponent import FALLBACK_STEP
+from engines.debate.prompts import STRATEGY_ANALYSIS
 from engines.debate.schemas import SearchPlan, StrategyAnalysis
+from engines.judging.shown_text import shown
 from screens.debate_state import UNFINISHED, Message
 from screens.widgets.transcript import TICK_S, spinner
 from store.debates import TurnState
@@ -31,13 +33,14 @@ def strategy_fields(strategy: StrategyAnalysis) -> list[tuple[str, str, str]]:
 
 
 def strategy_card(strategy: StrategyAnalysis) -> Text:
-    """`tone: Respectful` and its justification below, per field."""
+    """`tone: Respectful` and its justification below, per field, unless the model did not mean it
+    (its prompt's list of choices read back)."""
     card = Text.assemble(("Strategy", "bold underline"))
     for label, choice, why in strategy_fields(strategy):
         card.append(f"\n{label}: ", style="bold")
         card.append(choice, style="bold")
         # a small model ends justifications mid-list ("Economical,"): the dangling separator goes
-        why = why.strip().rstrip(",;:")
+        why = shown(why.strip().rstrip(",;:"), STRATEGY_ANALYSIS)
         if why:
             card.append(f"\n  {why}", style="italic")
     return card
