@@ -41,7 +41,9 @@ have_uv() {
     fi
 }
 if have_uv; then
-    install=(.venv/bin/uv pip install --quiet --python .venv/bin/python)
+    # Compiled now, as pip does: otherwise each start compiles what it imports where bytecode is not
+    # written (PYTHONDONTWRITEBYTECODE, a read-only install), and the first start everywhere.
+    install=(.venv/bin/uv pip install --quiet --compile-bytecode --python .venv/bin/python)
 else
     echo "uv could not be installed: pip installs the packages instead, which takes minutes longer" >&2
     install=(venv_pip install "${quiet[@]}")
