@@ -76,9 +76,8 @@ async def test_the_exchange_reports_each_maxim_as_it_is_judged_and_stores_one_ve
     stored = grice[-1][1]
     assert stored.result.metrics == {metric.metric: metric for _, metric in maxims}
 
-    # What was reported maxim by maxim is the one verdict the judgment store holds, under the eval judge
-    # of the shared layout (`eval grice --layout shared`).
-    judge = await judge_id(GRICE, client, "ZSL", default_options(GRICE, layout="shared"))
+    # What was reported maxim by maxim is the one verdict the judgment store holds, under the eval judge.
+    judge = await judge_id(GRICE, client, "ZSL", default_options(GRICE))
     assert stored.judgment.judge == judge.name
     [verdict] = JudgmentStore(runtime.db, GRICE.name).latest(judge).values()
     judged = metric_judgments(verdict)

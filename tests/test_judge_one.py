@@ -121,8 +121,7 @@ async def test_a_live_debates_grice_judgment_is_the_run_tasks(patient):
     try:
         client = await runtime.client()
         stored, record = await TaskJudges(runtime, client).grice(7, reply, context, "ZSL", heard.append)
-        # eval grice's judge with --layout shared: the maxims of a reply share its debate block
-        expected = (await settle(runtime, GRICE, client, "ZSL", default_options(GRICE, layout="shared"))).judge
+        expected = (await settle(runtime, GRICE, client, "ZSL", default_options(GRICE))).judge
     finally:
         await runtime.aclose()
     item = grice_item(7, reply, context)

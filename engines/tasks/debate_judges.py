@@ -1,8 +1,8 @@
 """The judges of a live debate, as the tasks define them (`engines.debate.exchange.LiveJudges`).
 
-A reply's Grice maxims are judged by the grice task's own `judge` with the options of
-`live_grice_options`, and stored under the judge `argtui eval grice --strategy S --layout shared`
-would be on the same backend; a message's components by `label_text`, under the components judge of
+A reply's Grice maxims are judged by the grice task's own `judge` with the options a batch
+run has with no flags, and stored under the judge `argtui eval grice --strategy S` would be
+on the same backend; a message's components by `label_text`, under the components judge of
 the options given here (short answers, so labels come while the student reads); the Coach
 by the inspire task, as `argtui eval inspire --debate ID` scores a stored turn. Every
 judgment is a `Verdict` in the judgment store, so the Leaderboard and exports see it.
@@ -18,7 +18,7 @@ from engines.components.records import text_key
 from engines.debate.exchange import StoredJudgment
 from engines.debate.records import ComponentRecord, GriceRecord, MetricRecord, StoredTurn
 from engines.grice import METRICS
-from engines.grice.prompts import SHARED_LAYOUT
+from engines.grice.prompts import SEED_LAYOUT
 from engines.grice.types import GriceContext
 from engines.inspire.score import inspire_scores_by_debate, stored_turn_key
 from engines.judging.judge_one import judge_one
@@ -28,7 +28,10 @@ from engines.tasks.components import TASK as COMPONENTS, label_text
 from engines.tasks.grice import TASK as GRICE, GriceItem
 from engines.tasks.inspire_turns import TurnJudgment
 
-LIVE_GRICE_LAYOUT = SHARED_LAYOUT
+# The seed's: the shared layout computes a first reply's Grice prompts in a third fewer tokens, but
+# the embedded model writes its rationales twice as long there and llama-server asks the maxims one
+# after another, so later replies are judged slower (docs/performance.md, "A turn's token budget").
+LIVE_GRICE_LAYOUT = SEED_LAYOUT
 
 
 def live_component_options() -> Any:
@@ -41,9 +44,8 @@ def live_component_options() -> Any:
 
 
 def live_grice_options(layout: str = LIVE_GRICE_LAYOUT) -> Any:
-    """The Grice options of a live debate: a batch run's with no flags but the shared layout, whose
-    four maxim prompts of a reply begin with the same debate block, computed once by the server's
-    prompt cache instead of once per maxim (the seed's layout stays `argtui eval grice`'s default)."""
+    """The Grice options of a live debate: a batch run's with no flags, in `layout` (another one
+    than the live layout: to compare, as benchmarks/bench_turn_budget.py --grice-layout does)."""
     return default_options(GRICE, layout=layout)
 
 
@@ -63,7 +65,7 @@ class TaskJudges:
     def __init__(self, ctx: TaskContext, client: LLMClient, grice_layout: str = LIVE_GRICE_LAYOUT):
         self.ctx = ctx
         self.client = client
-        self.grice_options = live_grice_options(grice_layout)  # another layout: to compare (benchmarks)
+        self.grice_options = live_grice_options(grice_layout)
 
     async def label(
         self, debate_id: int, turn: StoredTurn, method: str, on_component: Callable[[ComponentRecord], None]
