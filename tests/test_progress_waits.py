@@ -19,6 +19,7 @@ from engines.components.records import labelled_documents
 from engines.grice.questions import METRICS
 from engines.llm.embedded import EMBEDDED_MODEL_NAME
 from engines.student.drills import plan_drills
+from engines.tasks.ballot import BALLOT_PROMPT
 from fakes import Gate, chat_reply
 from screens.ballot import BallotScreen
 from screens.debate import DebateScreen, MessageView
@@ -130,7 +131,9 @@ def test_a_method_whose_answers_overflow_the_context_is_refused_before_any_reque
 
 
 async def test_the_ballot_screen_counts_its_judgment_and_the_seconds_while_the_answer_is_held(ballot_server, until):
-    gate = Gate(lambda body: chat_reply(json.dumps(BALLOT_ANSWER)), lambda body: True)
+    # Only the ballot is held: the app's backend probe goes to the same server, and is answered.
+    gate = Gate(lambda body: chat_reply(json.dumps(BALLOT_ANSWER)),
+                lambda body: BALLOT_PROMPT.splitlines()[0] in str(body["messages"]))
     ballot_server.answer = gate
     app = ArgtuiApp(student="Ann")
     [ann] = stored_students(app, "Ann")

@@ -167,10 +167,10 @@ async def test_a_selection_of_two_when_six_are_offered_is_rejected_and_asked_aga
     # Level 0 answers the fallback only from the claim's topic's labelled arguments, which this index lacks.
     failure = last.turn.fallback_from if isinstance(last, TurnCompleted) else last
     assert failure.step == "selection" and "invalid output after 2 attempts" in failure.error
-    # The query that failed first was asked twice; the other one's second ask may be cancelled with
-    # the turn before it reaches the server.
+    # The query that failed first was asked twice; the other one's asks may be cancelled with the
+    # turn before they reach the server (its first too, on a loaded machine).
     asked = Counter(selection_prompts(fake_server))
-    assert len(asked) == 2 and sorted(asked.values())[-1] == 2 and sum(asked.values()) >= 3
+    assert len(asked) in (1, 2) and sorted(asked.values())[-1] == 2
 
 
 def test_the_schema_demands_exactly_three_arguments_when_three_or_more_are_offered():
