@@ -16,6 +16,7 @@ from engines.grice import judge_metric, parse_method
 from engines.grice.prompts import BLOCK_TAGS, render_dialogue
 from engines.grice.types import GriceContext
 from engines.llm.client import LLMClient
+from engines.llm.profile import Sampling
 from engines.pairwise.judge import JudgeSettings, judge_pair
 from engines.pairwise.prompts import LABELS, STRATEGIES, USER, ExamplePair, FewShotExamples, messages, quoted
 from fakes import FakeServer, chat_reply
@@ -25,6 +26,7 @@ INJECTIONS = [json.loads(line) for line in INJECTIONS_FILE.read_text(encoding="u
 TEXTS = [pytest.param(item["text"], id=item["id"]) for item in INJECTIONS]
 PLAIN = "Cars pollute the air of city centres."
 EXAMPLES = FewShotExamples(ExamplePair(PLAIN, "No."), ExamplePair("No.", PLAIN), ExamplePair(PLAIN, PLAIN))
+CRITIQUE_SAMPLING = Sampling(temperature=0.0, max_tokens=256)
 CRITIQUE_TAGS = ("<argument>", "</argument>", "<position>", "</position>", "<critique>", "</critique>")
 
 
@@ -121,7 +123,9 @@ async def test_the_embedded_model_gives_allowed_answers_on_every_injection(llama
         grice = await judge_metric(client, context, "quantity", parse_method("ZSL"), rationale=False)
         assert grice.answer in ("yes", "no") if grice.error is None else grice.answer is None, grice.raw
         judged["grice"] += 1
-        assert_critique_verdict(await judge_critique(client, "simple", PLAIN, text))
+        # A critique cut at CRITIQUE_TOKENS is an invalid verdict, an allowed outcome; the judge's own
+        # 2,000 let the embedded model loop for minutes per text without testing more.
+        assert_critique_verdict(await judge_critique(client, "simple", PLAIN, text, CRITIQUE_SAMPLING))
         judged["critiques"] += 1
 
     async with LLMClient(profile) as client:
