@@ -204,11 +204,11 @@ def test_shared_layout_keeps_the_few_shot_examples_as_earlier_exchanges():
 async def test_shared_layout_metric_calls_after_the_first_reuse_the_debate_block(llama_profile, llama_server, tmp_path):
     [turn, *_] = read_rad_debates(write_rad_debates(tmp_path / "debates.jsonl", debates=1))[0].user_turns()
     context = context_of_turn(turn)
+    # a reply no other test judges: nothing of this turn's block is cached yet; ZSL, so every
+    # metric is one call on the block (an Analyzer's stage 1 would only add minutes)
+    fresh = dataclasses.replace(context, reply=f"{context.reply} Only this test judges this reply.")
     async with LLMClient(llama_profile) as client:
-        await judge_turn(client, context, "BEST", rationale=False)  # the Analyzer stage 1s, before
-        # a reply no other test judges: nothing of this turn's block is cached yet
-        fresh = dataclasses.replace(context, reply=f"{context.reply} Only this test judges this reply.")
-        judged = await judge_turn(client, fresh, "BEST", rationale=False, layout="shared")
+        judged = await judge_turn(client, fresh, "ZSL", rationale=False, layout="shared")
     root = llama_server.url.removesuffix("/v1")
     async with httpx.AsyncClient() as http:
         answer = await http.post(f"{root}/tokenize", json={"content": render_dialogue(fresh)},
