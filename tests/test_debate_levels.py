@@ -353,8 +353,11 @@ def test_a_scripted_debate_at_a_quick_level_on_the_real_model(llama_profile, tmp
     from argtui.cli import main
     from argtui.config import load_config
     from argtui.runtime import Runtime
+    from engines.debate.settings import DebateSettings
 
-    load_config().add_backend(llama_profile.model_copy(update={"timeout_s": 300}), make_default=True)
+    config = load_config()
+    config.debate = DebateSettings(coach=False)  # the levels and their waterfall; the Coach's real run is elsewhere
+    config.add_backend(llama_profile.model_copy(update={"timeout_s": 300}), make_default=True)
     script = tmp_path / "student.txt"
     script.write_text(f"{MESSAGE}\nUniforms also save parents money over a school year.\n", encoding="utf-8")
     argv = ["debate", "--claim", CLAIM, "--side", "con", "--level", str(level), "--script", str(script),
