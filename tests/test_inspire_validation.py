@@ -217,10 +217,10 @@ def test_eval_inspire_against_ibm_reports_both_correlations_with_intervals(llama
     # Two shared cores: an argument's concurrent calls queue behind each other.
     load_config().add_backend(llama_profile.model_copy(update={"timeout_s": 600.0}), make_default=True)
     started = time.monotonic()
-    assert main(["eval", "inspire", "--against", "ibm-argq", "--limit", "20", "--json"]) == 0
+    assert main(["eval", "inspire", "--against", "ibm-argq", "--limit", "8", "--json"]) == 0
     seconds = time.monotonic() - started
     [result] = json.loads(capsys.readouterr().out)["results"]
-    assert result["arguments"] == 20 and result["judged_now"] == 20 and result["against"] == "ibm-argq"
+    assert result["arguments"] == 8 and result["judged_now"] == 8 and result["against"] == "ibm-argq"
     rows = {(row["expert"], row["score"]): row for row in result["correlations"]}
     assert {"WA", "MACE-P"} == {expert for expert, _ in rows}
     overall = rows[("WA", "overall")]
@@ -232,5 +232,5 @@ def test_eval_inspire_against_ibm_reports_both_correlations_with_intervals(llama
         assert "per_topic" in overall and overall["per_topic"][method]["topics"] <= result["topics"]
     assert "no pairwise judgments stored" in result["pairwise_note"]
     assert json.dumps(result).find("NaN") == -1
-    print(f"\neval inspire --against ibm-argq --limit 20 on the embedded model: {seconds:.0f} s; overall vs WA "
+    print(f"\neval inspire --against ibm-argq --limit 8 on the embedded model: {seconds:.0f} s; overall vs WA "
           f"ρ {overall['spearman']['value']} r {overall['pearson']['value']}", file=sys.stderr)
