@@ -481,3 +481,10 @@ class Gate:
             self.held += 1
             self._open.wait(self.timeout_s)
         return self.answer(body)
+
+
+def is_backend_check(body: dict) -> bool:
+    """A request of the app's backend check (its ping and its prompt-cache probe, both "Say OK. …"),
+    which a test holding the requests of what it watches lets through."""
+    messages = body.get("messages") or [{}]
+    return str(messages[0].get("content", "")).startswith("Say OK.")

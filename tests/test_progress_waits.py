@@ -20,7 +20,7 @@ from engines.grice.questions import METRICS
 from engines.llm.embedded import EMBEDDED_MODEL_NAME
 from engines.student.drills import plan_drills
 from engines.tasks.ballot import BALLOT_PROMPT
-from fakes import Gate, chat_reply
+from fakes import Gate, chat_reply, is_backend_check
 from screens.ballot import BallotScreen
 from screens.debate import DebateScreen, MessageView
 from screens.drills import DrillsScreen
@@ -158,7 +158,9 @@ async def test_the_ballot_screen_counts_its_judgment_and_the_seconds_while_the_a
 
 async def test_the_drills_screen_counts_the_judging_steps_and_the_seconds_while_the_judge_is_held(
         fake_server, until):
-    gate = Gate(lambda body: chat_reply("yes"), lambda body: True)
+    # the drill's judging is held; the app's backend check is answered, or waiting for the app's
+    # workers would wait out the gate
+    gate = Gate(lambda body: chat_reply("yes"), lambda body: not is_backend_check(body))
     fake_server.answer = gate
     app = debate_app(fake_server)
     ann = StudentRepository(app.services.db).add("Ann")
