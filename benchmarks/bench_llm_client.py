@@ -188,7 +188,10 @@ def eval_command(home: Path, *options: str) -> tuple[float, dict]:
     command = [sys.executable, "-m", "argtui", "eval", "pairwise", "--mode", "logprob", "--judge", "bench",
                "--json", *options]
     started = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "ARGTUI_HOME": str(home)})
+    # Bytecode written as a user's Python writes it: where PYTHONDONTWRITEBYTECODE is set (this
+    # machine's shell), every run would compile each module changed since its cache again.
+    env = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
+    done = subprocess.run(command, capture_output=True, text=True, env={**env, "ARGTUI_HOME": str(home)})
     wall = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"argtui eval pairwise failed ({done.returncode}): {done.stderr[-2000:]}")
