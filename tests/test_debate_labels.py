@@ -4,6 +4,7 @@ header and the strategy card's labels show whole, and the past-debates list show
 from __future__ import annotations
 
 import pytest
+from textual.errors import NoWidget
 from textual.widgets import Footer, Input, OptionList
 from textual.widgets._footer import FooterKey
 from textual.widgets._tabbed_content import ContentTab, ContentTabs
@@ -32,6 +33,17 @@ def assert_whole(shown: str, form: str) -> None:
     assert not shown.endswith("…") and shown == form, f"{shown!r} is not {form!r}"
 
 
+def footer_laid_out(app: ArgtuiApp) -> bool:
+    """Every key of the footer has its place on screen: after a focus change the footer mounts new
+    keys, which the next refresh lays out."""
+    try:
+        for key in app.screen.query_one(Footer).query(FooterKey):
+            app.screen.find_widget(key)
+    except NoWidget:
+        return False
+    return True
+
+
 def assert_tabs_and_footer_whole(app: ArgtuiApp) -> None:
     tabs = {tab.id.removeprefix(ContentTab._PREFIX): tab for tab in app.screen.query(ContentTab)}
     assert set(tabs) == set(SIDE_TABS)
@@ -53,6 +65,7 @@ async def test_side_tabs_footer_header_and_strategy_card_show_whole(size, closed
         for focused in (message, reply):  # the student's message opens Parts, the reply Steps
             focused.focus()
             await pilot.pause()
+            await until(pilot, lambda: footer_laid_out(app))
             assert_tabs_and_footer_whole(app)
         shown = "\n".join(screen_lines(app))
         assert f"argtui — {screen.sub_title}" in shown and screen.sub_title.endswith("1 turn of 5")
@@ -62,6 +75,7 @@ async def test_side_tabs_footer_header_and_strategy_card_show_whole(size, closed
             assert any(line.split("│")[-1].startswith(f"{label}: ") for line in side), f"{label}: missing\n{shown}"
         screen.query_one(ContentTabs).focus()  # in the side panel, Esc goes back to the message box
         await pilot.pause()
+        await until(pilot, lambda: footer_laid_out(app))
         assert "esc To message" in {shown_in(app, key) for key in screen.query(FooterKey)}
         assert_tabs_and_footer_whole(app)
 
@@ -77,6 +91,7 @@ async def test_a_failed_turn_shows_retry_whole(size, closed_backend, until):
         screen = await open_debate(app, pilot, until, debate.id)
         screen.query_one(Input).focus()
         await pilot.pause()
+        await until(pilot, lambda: footer_laid_out(app))
         assert "^r Retry" in {shown_in(app, key) for key in screen.query(FooterKey)}
         assert_tabs_and_footer_whole(app)
 

@@ -137,8 +137,9 @@ async def test_stopping_a_turn_stops_its_requests_and_retry_runs_it_again(fake, 
     async with app.run_test(size=(100, 32)) as pilot:
         screen = await open_debate(pilot, until, debate_id)
         fake.answer = schema_answer(REPLY, delay_s=3)
+        opened = len(fake.bodies)  # the probe and the judges' preparation
         await send(pilot, screen, MESSAGE)
-        await until(pilot, lambda: len(fake.bodies) >= 3)  # the probe; the bot's first step and the labelling wait
+        await until(pilot, lambda: len(fake.bodies) >= opened + 2)  # the bot's first step and the labelling wait
         message, reply = screen.query(MessageView)
         assert reply.message.state == "running" and message.message.state == "running"
         await until(pilot, lambda: "1 Strategy" in shown(reply) and "/180 s · Esc stops" in shown(reply))
@@ -199,8 +200,9 @@ async def test_quitting_mid_turn_is_quick_and_stores_the_turn_as_cancelled(fake,
     async with app.run_test(size=(100, 32)) as pilot:
         screen = await open_debate(pilot, until, debate_id)
         fake.answer = schema_answer(REPLY, delay_s=60)
+        opened = len(fake.bodies)
         await send(pilot, screen, MESSAGE)
-        await until(pilot, lambda: len(fake.bodies) >= 3)
+        await until(pilot, lambda: len(fake.bodies) >= opened + 2)  # the turn's requests are in flight
         await pilot.press("ctrl+q")
         quit_at = time.monotonic()
     assert time.monotonic() - quit_at < 1.0
