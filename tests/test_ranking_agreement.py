@@ -11,7 +11,7 @@ from scipy import stats
 
 from engines.metrics.agreement import (
     CORRELATIONS,
-    _resampled_correlations,
+    _PairedScores,
     cohen_kappa,
     compare_judges,
     correlation_intervals,
@@ -125,7 +125,7 @@ def test_all_resamples_at_once_give_scipys_correlation_of_each_resample(name):
     rows[0] = 7  # constant: undefined
     expected = [getattr(stats, {"pearson": "pearsonr", "spearman": "spearmanr", "kendall": "kendalltau"}[name])(
         x[r], y[r]).statistic if np.ptp(x[r]) and np.ptp(y[r]) else np.nan for r in rows]
-    got = _resampled_correlations(x, y, rows)[:, CORRELATIONS.index(name)]
+    got = _PairedScores(x, y).correlations(rows)[:, CORRELATIONS.index(name)]
     assert np.isnan(got[0]) and np.isnan(expected[0])
     assert got[1:] == pytest.approx(expected[1:], abs=1e-9)
 

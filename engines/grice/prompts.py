@@ -65,7 +65,7 @@ RATIONALE_REQUEST = "Explain your answer in one or two sentences."
 
 SEED_LAYOUT, SHARED_LAYOUT = "seed", "shared"
 LAYOUTS = (SEED_LAYOUT, SHARED_LAYOUT)
-DEFAULT_LAYOUT = SEED_LAYOUT  # `argtui eval grice`'s: the templates as printed; live debates use SHARED_LAYOUT
+DEFAULT_LAYOUT = SEED_LAYOUT  # the templates as printed, for `argtui eval grice` and live debates alike
 DIALOGUE_FIELD = "{debate_dialogue}\n"
 
 # Budgets keep prompts inside a small model's context (the embedded server has 4096 tokens a slot).

@@ -50,7 +50,7 @@ def _correlations(x: np.ndarray, y: np.ndarray) -> list[float]:
     """Pearson, Spearman and Kendall; NaN where undefined (fewer than 2 items or a constant vector)."""
     if len(x) < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return [NAN] * len(CORRELATIONS)
-    return [float(r) for r in _resampled_correlations(x, y, np.arange(len(x))[None, :])[0]]
+    return [float(r) for r in _PairedScores(x, y).correlations(np.arange(len(x))[None, :])[0]]
 
 
 def score_agreement(x: Sequence[float], y: Sequence[float]) -> ScoreAgreement:
@@ -100,13 +100,6 @@ def correlation_intervals(
     return dict(zip(CORRELATIONS, intervals))
 
 
-def _resampled_correlations(x: np.ndarray, y: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Pearson, Spearman and Kendall (the columns, in CORRELATIONS' order) of x and y on each row
-    of indices (one bootstrap resample per row), all rows at once; NaN where undefined (a
-    resample with a constant vector)."""
-    return _PairedScores(x, y).correlations(rows)
-
-
 class _PairedScores:
     """Two paired score vectors, with what their correlations on any resample share: each vector's
     groups of equal values and the signs of every pair's differences (the estimate on all items
@@ -126,8 +119,9 @@ class _PairedScores:
                       * np.sign(y_by_x[:, None] - y_by_x[None, :])).astype(np.float32)
 
     def correlations(self, rows: np.ndarray) -> np.ndarray:
-        """Pearson, Spearman and Kendall (the columns) on each row of indices. The draw counts and
-        the tie groups' draws are shared."""
+        """Pearson, Spearman and Kendall (the columns, in CORRELATIONS' order) on each row of indices
+        (one bootstrap resample per row), all rows at once; NaN where undefined (a resample with a
+        constant vector). The draw counts and the tie groups' draws are shared."""
         counts_by_x = _draw_counts(self.column[rows], len(self.x))
         x_drawn = self.x_ties.drawn(counts_by_x)
         y_drawn = self.y_ties.drawn(counts_by_x[:, self.y_order])

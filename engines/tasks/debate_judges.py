@@ -43,12 +43,6 @@ def live_component_options() -> Any:
     )
 
 
-def live_grice_options(layout: str = LIVE_GRICE_LAYOUT) -> Any:
-    """The Grice options of a live debate: a batch run's with no flags, in `layout` (another one
-    than the live layout: to compare, as benchmarks/bench_turn_budget.py --grice-layout does)."""
-    return default_options(GRICE, layout=layout)
-
-
 def grice_item(debate_id: int, turn: StoredTurn, context: GriceContext) -> TaskItem:
     """A stored bot reply as an item of the grice task, keyed like every stored debate turn."""
     return TaskItem(
@@ -65,7 +59,9 @@ class TaskJudges:
     def __init__(self, ctx: TaskContext, client: LLMClient, grice_layout: str = LIVE_GRICE_LAYOUT):
         self.ctx = ctx
         self.client = client
-        self.grice_options = live_grice_options(grice_layout)
+        # a batch run's Grice options with no flags, in `grice_layout` (another layout than the live
+        # one: to compare, as benchmarks/bench_turn_budget.py --grice-layout does)
+        self.grice_options = default_options(GRICE, layout=grice_layout)
 
     async def label(
         self, debate_id: int, turn: StoredTurn, method: str, on_component: Callable[[ComponentRecord], None]
