@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+from os.path import commonprefix
 from contextlib import aclosing
 from dataclasses import replace
 
@@ -17,6 +18,7 @@ from argtui.cli import main
 from argtui.commands.debate import TURN_TOTAL, exchange_titles, waterfall
 from argtui.config import load_config
 from argtui.runtime import Runtime
+from engines.components.prompts import classify_messages
 from engines.debate.exchange import (
     BotProgress,
     CoachStarted,
@@ -34,6 +36,8 @@ from engines.debate.levels import get_level
 from engines.debate.opponent import FALLBACK_STEP, StepStarted
 from engines.debate.records import DebateRecords, GriceRecord
 from engines.debate.session import DebateSession, JudgingChoice
+from engines.grice import METRICS, QUESTIONS
+from engines.inspire.logic_prompts import LOGIC_PROMPT, logic_messages
 from engines.judging.identity import judge_id
 from engines.judging.store import JudgmentStore
 from engines.judging.task import default_options
@@ -93,6 +97,46 @@ async def test_preparing_derives_the_analyzer_reasons_so_the_first_reply_waits_f
         assert result.bot is not None and result.judgment is not None  # the reply judged on every maxim
         assert set(result.judgment.metrics) == {"quantity", "quality", "relation", "manner"}
         assert len(fake_server.bodies) > asked_before and len(stage_1_requests(fake_server.bodies)) == 3
+    finally:
+        await client.aclose()
+
+
+def before_the_debate(content: str) -> int:
+    """How much of a prompt primed before the debate precedes what the debate fills in: the Grice
+    conversation, the labelled document, the translated argument's topic."""
+    return min(content.index(marker) + len(marker)
+               for marker in ("<conversation>\n", "Document:\n", "Debate topic: ") if marker in content)
+
+
+async def test_preparing_has_the_server_compute_what_every_judges_prompts_share(runtime, fake_server, retriever):
+    """Each judge's prompt up to the first message's text, sent with one token to answer before the
+    student writes, so the first message's judges compute only what follows it."""
+    fake_server.answer = schema_answer("yes")
+    client = LLMClient(fake_server.profile(kind="vllm", retries=0), ResponseCache(runtime.db))
+    repository = DebateRepository(runtime.db)
+    session = DebateSession(repository, repository.create(CLAIM, "con", level=0), client, retriever,
+                            choice=JudgingChoice("BEST", "vanilla"))
+    exchange = DebateExchange(session, TaskJudges(runtime, client))
+    try:
+        for _ in range(2):  # a second debate on the server primes it again: never a cached answer
+            fake_server.bodies.clear()
+            await exchange.prepare()
+            primed = [body["messages"] for body in fake_server.bodies if body.get("max_tokens") == 1]
+            assert len(primed) == 6, fake_server.bodies
+            labels, logic, *grice = primed
+            assert labels == classify_messages("", "")
+            assert logic == logic_messages("", "") and logic[0]["content"].startswith(LOGIC_PROMPT)
+            # every maxim's own prompt, the three Analyzer ones after their stage-1 reasons
+            assert sorted(QUESTIONS[metric].question in messages[-1]["content"] for messages in grice
+                          for metric in METRICS).count(True) == 4
+        # the first message's labels, translation and maxims begin as the primed prompts do
+        await exchange.send(MESSAGES[0])
+        sent = [body["messages"][0] for body in fake_server.bodies if body.get("max_tokens") != 1]
+        for primed_messages in (labels, logic, *grice):
+            primed = primed_messages[0]
+            shared = max(len(commonprefix([primed["content"], first["content"]]))
+                         for first in sent if first["role"] == primed["role"])
+            assert shared >= before_the_debate(primed["content"]), primed
     finally:
         await client.aclose()
 

@@ -64,7 +64,7 @@ async def open_debate(pilot, until, debate_id: int) -> DebateScreen:
     # the app's backend probe has been answered and the judges' preparation at opening is done,
     # so from now on every request is the turn's
     await until(pilot, lambda: screen.session is not None and pilot.app.backend_status is not None
-                and all(worker.is_finished for worker in screen.workers if worker.group == "prepare"), 30)
+                and all(worker.is_finished for worker in screen.workers if worker.group == "prepare"))
     screen.action_next_grice_strategy()  # BEST -> ZSL and mad -> vanilla: fewer calls per turn
     screen.action_next_component_method()
     return screen

@@ -21,6 +21,8 @@ import httpx
 import pytest
 
 from conftest import REPO_ROOT, TEST_KEY_ENV, write_rad_debates
+from engines.components import LABELS
+from engines.components.prompts import classify_messages
 from engines.datasets.rad import read_rad_debates
 from engines.grice import METRICS, GriceContext, context_of_turn, judge_turn, prompt_pool
 from engines.grice.judge import judge_messages, methods_for
@@ -289,3 +291,22 @@ def test_gpu_protocol_dry_run_against_the_embedded_server(llama_server, capsys):
     hours = float(lines["full"].split(":")[-1].split()[0])
     assert hours == pytest.approx(125_568 / float(judgments[-2]) / 3600, rel=0.002)  # rates print 4 digits
     assert "answers' usage" in lines["prefix-cache"]  # the fixture's server exports no /metrics
+
+
+@pytest.mark.llm
+async def test_a_primed_prompt_is_reused_by_the_first_request_that_begins_with_it(llama_profile, llama_server):
+    """What a debate's preparation sends for the labeller: its system message before the document.
+    The first real labelling then computes only the document and the question."""
+    before_the_document = classify_messages("", "")
+    document = "Zoos should be closed. <TARGET>Animals suffer in small cages.</TARGET>"
+    async with LLMClient(llama_profile) as client:
+        primed = await client.prime(before_the_document)
+        choice = await client.choose(classify_messages(document, "Animals suffer in small cages."), LABELS)
+    root = llama_server.url.removesuffix("/v1")
+    async with httpx.AsyncClient() as http:
+        answer = await http.post(f"{root}/tokenize", json={"content": before_the_document[0]["content"]},
+                                 headers=llama_server.headers)
+    shared_tokens = len(answer.json()["tokens"])
+    assert primed.calls == 1 and primed.completion_tokens <= 1
+    # the system message's own tokens (its last may tokenise with the document that follows it)
+    assert choice.usage.reused_prompt_tokens >= shared_tokens - 4, (choice.usage, shared_tokens)

@@ -59,8 +59,10 @@ class LiveJudges(Protocol[CoachJudgment]):
         """The argument components of a student message, in text order."""
         ...
 
-    async def prepare(self, strategy: str) -> None:
-        """Derive what every reply's Grice judgment under `strategy` shares, before the first."""
+    async def prepare(self, strategy: str, component_method: str, coach: bool) -> None:
+        """Derive what every reply's Grice judgment under `strategy` shares, and have the server compute
+        what every judge's prompts share (labels by `component_method`; the Coach's with `coach`), before
+        the first message."""
         ...
 
     async def grice(
@@ -283,7 +285,8 @@ class DebateExchange(Generic[CoachJudgment]):
         """What the judges share between turns, derived ahead of the first message (the Debate screen
         runs it while the student writes): the first reply's Grice judgment then waits for less."""
         if self.judges is not None:
-            await self.judges.prepare(self.session.choice.grice_strategy)
+            choice = self.session.choice
+            await self.judges.prepare(choice.grice_strategy, choice.component_method, self.coach)
 
     async def judge(self, replies: Sequence[StoredTurn], emit: Emit[CoachJudgment] = _ignore) -> None:
         """The Grice judgments an earlier session left undone."""

@@ -93,7 +93,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedToken
 from pydantic import BaseModel, ConfigDict
 
 from engines.errors import ArgtuiError
-from engines.inspire.logic_prompts import EXAMPLES, LOGIC_PROMPT, logic_prompt
+from engines.inspire.logic_prompts import EXAMPLES, LOGIC_PROMPT, logic_messages
 from engines.inspire.logic_schema import (
     FORMULA_MAX_CHARS,
     MAX_DERIVATIONS,
@@ -712,7 +712,7 @@ async def translate(client: LLMClient, argument: str, topic: str) -> Structured[
     """The model's derivations for `argument` in one schema-constrained call (greedy, so a
     rerun gives the cached answer)."""
     [result] = await client.structured(
-        [{"role": "user", "content": logic_prompt(topic, argument)}], LogicTranslation,
+        logic_messages(topic, argument), LogicTranslation,
         Sampling(temperature=0.0, max_tokens=max_tokens_for(LogicTranslation)),
     )
     return result

@@ -65,3 +65,8 @@ def quoted(text: str) -> str:
 
 def logic_prompt(topic: str, argument: str) -> str:
     return LOGIC_PROMPT + ARGUMENT_TEMPLATE.format(topic=quoted(topic), argument=quoted(argument))
+
+
+def logic_messages(topic: str, argument: str) -> list[dict[str, str]]:
+    """The translation request's messages: every argument's share the instruction and examples."""
+    return [{"role": "user", "content": logic_prompt(topic, argument)}]

@@ -210,6 +210,15 @@ class LLMClient:
         usage = data.get("usage")
         return Ping(latency, isinstance(usage, dict) and isinstance(usage.get("prompt_tokens_details"), dict))
 
+    async def prime(self, messages: Sequence[Message]) -> Usage:
+        """Have the server compute `messages` into its prompt cache ahead of the requests that begin
+        the same way (one token answered, never taken from the response cache, which would leave the
+        server cold): what a judge's prompts share, sent while nothing waits for it. Its usage is
+        counted as any request's."""
+        body = {"model": await self.model(), "messages": list(messages), "max_tokens": 1, "temperature": 0}
+        [completion] = await self._post_completions(body, [0])
+        return completion.usage
+
     # ------------------------------------------------------------------ public calls
 
     async def chat(

@@ -37,6 +37,7 @@ from engines.components import (
 from engines.components.classifier import FALLBACK_VOTES
 from engines.components.evaluation import ComponentItem, essay_items, evaluate, prediction_rows
 from engines.components.formatting import excerpt
+from engines.components.prompts import classify_messages
 from engines.components.records import (
     document_part,
     judge_variant,
@@ -272,6 +273,11 @@ class ComponentsTask(TaskBase):
 
     def judge_settings(self, variant: str, options: ComponentOptions) -> ClassifierSettings:
         return settings_of(options)
+
+    async def prepare(self, ctx: TaskContext, variant: str, client: LLMClient, options: ComponentOptions) -> None:
+        """The system message every method's prompts open with (the task and the label definitions, before
+        the document) computed into the server's prompt cache."""
+        await client.prime(classify_messages("", ""))
 
     def judge_variant(self, variant: str, options: ComponentOptions) -> str:
         return judge_variant(variant, options.seed)

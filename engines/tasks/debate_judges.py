@@ -11,7 +11,8 @@ judgment is a `Verdict` in the judgment store, so the Leaderboard and exports se
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable
+import importlib
+from typing import TYPE_CHECKING, Any, Callable
 
 from engines.components.classifier import LIVE_SETTINGS
 from engines.components.records import text_key
@@ -27,6 +28,9 @@ from engines.llm.client import LLMClient
 from engines.tasks.components import TASK as COMPONENTS, label_text
 from engines.tasks.grice import TASK as GRICE, GriceItem
 from engines.tasks.inspire_turns import TurnJudgment
+
+if TYPE_CHECKING:
+    from engines.tasks.inspire import InspireTask
 
 # The seed's: the shared layout computes a first reply's Grice prompts in a third fewer tokens, but
 # the embedded model writes its rationales twice as long there and llama-server asks the maxims one
@@ -53,6 +57,13 @@ def grice_item(debate_id: int, turn: StoredTurn, context: GriceContext) -> TaskI
     )
 
 
+async def _inspire_task() -> InspireTask:
+    """The inspire task, imported in a thread when the Coach first needs it: it loads numpy and the
+    retriever's checks, which would hold the screen's event loop."""
+    module = await asyncio.to_thread(importlib.import_module, "engines.tasks.inspire")
+    return module.TASK
+
+
 class TaskJudges:
     """A debate's judges on `client`, storing through the application's context."""
 
@@ -73,7 +84,13 @@ class TaskJudges:
         stored = StoredJudgment(COMPONENTS.name, judge.name, tuple(text_key(turn.content, r.span) for r in results))
         return stored, [ComponentRecord.of(result) for result in results]
 
-    async def prepare(self, strategy: str) -> None:
+    async def prepare(self, strategy: str, component_method: str, coach: bool) -> None:
+        # the cheapest first: each is of use as soon as it is done
+        await COMPONENTS.prepare(self.ctx, component_method, self.client, live_component_options())
+        if coach:
+            inspire = await _inspire_task()
+            [variant] = inspire.variants()
+            await inspire.prepare(self.ctx, variant, self.client, inspire.Options())
         await GRICE.prepare(self.ctx, strategy, self.client, self.grice_options)
 
     async def grice(
@@ -90,10 +107,7 @@ class TaskJudges:
     async def coach(
         self, debate_id: int, turn: StoredTurn, on_part: Callable[[int, int], None] | None = None,
     ) -> tuple[TurnJudgment, float | None]:
-        # The inspire task loads numpy and the retriever's checks: imported with the first score.
-        from engines.tasks.inspire import TASK as INSPIRE
-
-        judgment = await INSPIRE.score_stored_turn(
+        judgment = await (await _inspire_task()).score_stored_turn(
             self.ctx, self.client, debate_id, turn.position,
             on_part=None if on_part is None else lambda part: on_part(part.done, part.total),
         )

@@ -36,11 +36,13 @@ from engines.grice import (
     ExamplePool,
     GriceContext,
     GriceJudgment,
+    Method,
     MetricJudgment,
     ReasonCache,
     builtin_pool,
     check_pool,
     context_of_turn,
+    judge_messages,
     judge_turn,
     methods_for,
     pool_from_rad,
@@ -390,14 +392,22 @@ class GriceTask(TaskBase):
         return turn_verdict(judgment)
 
     async def prepare(self, ctx: TaskContext, variant: str, client: LLMClient, options: GriceOptions) -> None:
-        """The Analyzer's stage-1 reasons of every metric the strategy asks that way: about half of a
-        first turn's prompt tokens, derived once per model and stage-1 prompt and kept. A stage 1
-        that fails is left for the first turn to report."""
+        """The Analyzer's stage-1 reasons of every metric the strategy asks that way (about half of a
+        first turn's prompt tokens, derived once per model and stage-1 prompt and kept), then each
+        metric's prompt up to the debate computed into the server's prompt cache. A stage 1 that
+        fails is left for the first turn to report."""
         pool, reasons = example_pool(options), self._reason_cache(ctx.db)
-        await asyncio.gather(*(
-            reasons.reasons(client, metric, method.k, pool)
-            for metric, method in methods_for(variant).items() if method.kind == "Analyzer"
-        ))
+        before_the_debate = GriceContext((), "")
+
+        async def primed(metric: str, method: Method) -> None:
+            found = None
+            if method.kind == "Analyzer":
+                found = (await reasons.reasons(client, metric, method.k, pool)).reasons
+                if found is None:
+                    return
+            await client.prime(judge_messages(metric, method, before_the_debate, pool, found, options.layout))
+
+        await asyncio.gather(*(primed(metric, method) for metric, method in methods_for(variant).items()))
 
     async def judge_in_parts(
         self, ctx: TaskContext, item: TaskItem, variant: str, client: LLMClient, options: GriceOptions,

@@ -28,6 +28,7 @@ from engines.debate.pipeline import DebatePipeline
 from engines.debate.records import DebateRecords, StoredTurn, TurnSteps
 from engines.errors import ArgtuiError
 from engines.inspire.fact_sources import source_identity
+from engines.inspire.logic_prompts import logic_messages
 from engines.inspire.score import (
     DIMENSION_TITLES,
     DIMENSIONS,
@@ -333,6 +334,11 @@ class InspireTask(TaskBase):
     def concurrency(self, variant: str, client: LLMClient, options: InspireOptions) -> int:
         # A turn runs three calls at once, then one per claim.
         return max(1, math.ceil(client.profile.max_concurrency / 3))
+
+    async def prepare(self, ctx: TaskContext, variant: str, client: LLMClient, options: InspireOptions) -> None:
+        """The logic translation's instruction and worked examples, the same for every turn (about 500
+        tokens, most of a first turn's), computed into the server's prompt cache."""
+        await client.prime(logic_messages("", ""))
 
     async def judge(
         self, ctx: TaskContext, item: TaskItem, variant: str, client: LLMClient, options: InspireOptions,
