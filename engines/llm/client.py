@@ -200,12 +200,7 @@ class LLMClient:
     async def ping(self, prompt: str = "Say OK.") -> Ping:
         """One uncached one-token completion of `prompt`: the seconds of the round trip a user waits,
         and whether the answer's usage had `prompt_tokens_details` (the tokens taken from the prompt cache)."""
-        body = {
-            "model": await self.model(),
-            "messages": [{"role": "user", "content": prompt}],
-            "max_tokens": 1,
-            "temperature": 0,
-        }
+        body = await self._one_token_body([{"role": "user", "content": prompt}])
         data, latency = await self._transport.request("POST", f"{self._transport.next_url()}/chat/completions", body)
         usage = data.get("usage")
         return Ping(latency, isinstance(usage, dict) and isinstance(usage.get("prompt_tokens_details"), dict))
@@ -215,9 +210,12 @@ class LLMClient:
         the same way (one token answered, never taken from the response cache, which would leave the
         server cold): what a judge's prompts share, sent while nothing waits for it. Its usage is
         counted as any request's."""
-        body = {"model": await self.model(), "messages": list(messages), "max_tokens": 1, "temperature": 0}
-        [completion] = await self._post_completions(body, [0])
+        [completion] = await self._post_completions(await self._one_token_body(messages), [0])
         return completion.usage
+
+    async def _one_token_body(self, messages: Sequence[Message]) -> dict:
+        """A request for one greedy token after `messages`: the server's work is the prompt."""
+        return {"model": await self.model(), "messages": list(messages), "max_tokens": 1, "temperature": 0}
 
     # ------------------------------------------------------------------ public calls
 

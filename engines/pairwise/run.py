@@ -20,11 +20,15 @@ TASK_NAME = "pairwise"  # the task judging these comparisons, as the judgment st
 DEFAULT_SAMPLE_SEED = 0
 
 
-@cache
 def load_corpus(data: Path | None = None) -> WebisCorpus:
     """Webis-ArgQuality-20 (the bundled copy, or a release folder), loaded once per process:
     a batch run, its report, the Arena and the Leaderboard share it. A dimension's comparisons
     are read when first used (a batch run reads them, and so checks them, before any call)."""
+    return _loaded(data)  # one cache key for load_corpus() and load_corpus(None)
+
+
+@cache
+def _loaded(data: Path | None) -> WebisCorpus:
     return load_webis(data, lazy=True)
 
 
