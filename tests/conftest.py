@@ -13,7 +13,7 @@ from typing import Iterator
 import pytest
 
 from engines.datasets.shared import SHARED_DATA_ENV
-from engines.llm.embedded import EMBEDDED_MODEL_NAME, embedded_server
+from engines.llm.embedded import EMBEDDED_MODEL_NAME, EmbeddedSettings, embedded_server
 from engines.llm.xllamacpp_server import API_KEY_ENV
 from engines.llm.profile import BackendProfile
 from engines.llm.servers import ManagedServer
@@ -124,16 +124,25 @@ def serving(server: ManagedServer) -> Iterator[ManagedServer]:
         server.stop()
 
 
+def cores_per_worker() -> int:
+    """This test process's share of the machine's cores: each xdist worker runs a llama-server of its
+    own, and servers whose threads outnumber the cores wait on each other at every step (two servers
+    of two threads on two cores took 1.6-2x as long as two of one thread, both busy at once)."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    return max(1, (os.cpu_count() or 1) // workers)
+
+
 def running_embedded_server(folder: Path, *flags: str) -> Iterator[ManagedServer]:
-    """A real embedded llama-server (SmolLM2) with extra command-line `flags`, ready while iterated."""
-    server = with_test_key(embedded_server(folder / "llama-server.log"))
+    """A real embedded llama-server (SmolLM2) on this worker's share of the cores, with extra
+    command-line `flags`, ready while iterated."""
+    server = with_test_key(embedded_server(folder / "llama-server.log", EmbeddedSettings(threads=cores_per_worker())))
     server.command += list(flags)
     yield from serving(server)
 
 
 @pytest.fixture(scope="session")
 def llama_server(tmp_path_factory) -> Iterator[ManagedServer]:
-    """The real embedded llama-server with SmolLM2, once per test session."""
+    """The real embedded llama-server with SmolLM2, once per test session (per xdist worker)."""
     yield from running_embedded_server(tmp_path_factory.mktemp("llama"))
 
 
