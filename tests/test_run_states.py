@@ -8,6 +8,7 @@ verdict: a stored verdict all the same, so resuming is tested for every task ali
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -30,6 +31,7 @@ from conftest import shared_data_dir, write_rad_debates
 from fakes import FakeServer, Reply, chat_reply
 
 SLOW = Reply(json=chat_reply("A").json, delay_s=0.15)
+HELD = Reply(json=chat_reply("A").json, delay_s=60)  # answered when the server closes, if at all
 ITEMS = 8
 
 
@@ -87,6 +89,13 @@ def start(task: str, args: list[str]) -> subprocess.Popen:
     )
 
 
+def held_after(count: int) -> Callable[[dict], Reply]:
+    """SLOW answers to the first `count` calls, then answers held until the server closes: an
+    interruption sent after `count` calls finds the run unfinished, however slow the machine is."""
+    calls = itertools.count(1)
+    return lambda body: SLOW if next(calls) <= count else HELD
+
+
 def wait_for_calls(fake: FakeServer, count: int, process: subprocess.Popen, timeout_s: float = 60) -> None:
     deadline = time.monotonic() + timeout_s
     while len(fake.bodies) < count:
@@ -102,7 +111,7 @@ def test_interruptions_pause_and_the_rerun_asks_nothing_twice(task, tmp_path, ar
     port = free_loopback_port()  # a restarted backend keeps its address (and so its cached answers)
 
     for stop, cause in ((signal.SIGINT, "interrupted"), (signal.SIGTERM, "SIGTERM")):
-        with FakeServer([SLOW], port=port) as fake:
+        with FakeServer(held_after(2), port=port) as fake:
             use_server(fake)
             process = start(task, args)
             wait_for_calls(fake, 2, process)
@@ -114,7 +123,7 @@ def test_interruptions_pause_and_the_rerun_asks_nothing_twice(task, tmp_path, ar
         [run] = runs_of(argtui_home, task)
         assert run.state == RunState.PAUSED and cause in run.error, (run.state, run.error, err)
 
-    fake = FakeServer([SLOW], port=port).__enter__()
+    fake = FakeServer(held_after(2), port=port).__enter__()
     use_server(fake)
     process = start(task, args)
     wait_for_calls(fake, 2, process)
