@@ -82,10 +82,23 @@ def runs_of(home: Path, task: str):
         db.close()
 
 
+STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+
+def as_a_shell_starts_it() -> None:
+    """The child's stop signals as a shell starts a command: their default actions, none blocked. A
+    test worker's own (which another test's library may have ignored or blocked, and which a child
+    inherits) would leave the signals under test without effect."""
+    for stop in STOP_SIGNALS:
+        signal.signal(stop, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+
+
 def start(task: str, args: list[str]) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "argtui", "eval", task, *args, "--judge", "fake", "--concurrency", "1"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ),
+        preexec_fn=as_a_shell_starts_it,
     )
 
 
