@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import io
-from os.path import commonprefix
 from contextlib import aclosing
 from dataclasses import replace
+from os.path import commonprefix
 
 import pytest
 
@@ -127,8 +127,8 @@ async def test_preparing_has_the_server_compute_what_every_judges_prompts_share(
             assert labels == classify_messages("", "")
             assert logic == logic_messages("", "") and logic[0]["content"].startswith(LOGIC_PROMPT)
             # every maxim's own prompt, the three Analyzer ones after their stage-1 reasons
-            assert sorted(QUESTIONS[metric].question in messages[-1]["content"] for messages in grice
-                          for metric in METRICS).count(True) == 4
+            assert sum(QUESTIONS[metric].question in messages[-1]["content"] for messages in grice
+                       for metric in METRICS) == 4
         # the first message's labels, translation and maxims begin as the primed prompts do
         await exchange.send(MESSAGES[0])
         sent = [body["messages"][0] for body in fake_server.bodies if body.get("max_tokens") != 1]
