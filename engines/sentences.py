@@ -17,6 +17,11 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     return pieces(text, SENTENCE_END, 0, len(text))
 
 
+def sentence_count(text: str) -> int:
+    """How many sentences `text` has (at least one: a text without an end is one sentence)."""
+    return max(1, len(sentence_spans(text)))
+
+
 def pieces(text: str, boundary: re.Pattern, start: int, end: int) -> list[tuple[int, int]]:
     """(start, end) of the parts of text[start:end] between boundary matches (abbreviations kept whole)."""
     found, cursor = [], start

@@ -23,8 +23,8 @@ from engines.debate.schemas import (
 )
 from engines.errors import ArgtuiError
 from engines.grice.reasons import AnalyzerReasons
-from engines.inspire.facts import ClaimList
-from engines.inspire.logic_schema import LogicTranslation
+from engines.inspire.facts import claims_schema
+from engines.inspire.logic_schema import translation_schema
 from engines.inspire.subjective import SubjectiveAnswer
 from engines.llm.adapters import ADAPTERS
 from engines.llm.budget import max_tokens_for, pattern_chars, string_chars
@@ -68,8 +68,8 @@ def answer_models() -> dict[str, type[BaseModel]]:
     return {
         "ballot": answer_model(_transcript()),
         "subjective dimension": SubjectiveAnswer,
-        "claims": ClaimList,
-        "logic translation": LogicTranslation,
+        "claims": claims_schema(AWKWARD_TEXTS[1]),
+        "logic translation": translation_schema(AWKWARD_TEXTS[1]),
         "grice reasons": AnalyzerReasons,
         **{f"critique verdict ({kind})": model for kind, model in VERDICTS.items()},
         "strategy": StrategyAnalysis,

@@ -18,7 +18,10 @@ from engines.datasets import DataFormatError
 from engines.errors import ArgtuiError
 from engines.debate.records import DebateRecords, GraphNodeRecord, GraphRecord, RetrievalStep, TurnSteps
 from engines.inspire.fact_sources import fact_statements, open_fact_source
-from engines.inspire.facts import ARGUMENT_BASE, FactCheck, check_facts, judge_claim, quotes, states_word_for_word
+from engines.inspire.facts import (
+    ARGUMENT_BASE, MAX_CLAIMS, FactCheck, check_facts, extract_claims, judge_claim, quotes, states_word_for_word,
+)
+from engines.inspire.logic import MAX_DERIVATIONS, translate
 from engines.inspire.score import DIMENSION_TITLES, DIMENSIONS, SUPPORTED
 from engines.inspire.settings import InspireSettings
 from engines.judging.identity import judge_id
@@ -145,7 +148,7 @@ async def test_claims_not_in_the_text_are_dropped_before_any_verdict(tmp_path):
     echo = "If prices rise then taxes rise"  # the translation prompt's own example, not the student's
     with FakeServer(scripted(["Families pay for school uniforms", echo], "supported")) as fake:
         async with LLMClient(fake.profile()) as client:
-            check, _ = await check_facts(client, retriever, TOPIC, "My family pays for school uniforms, and it hurts.")
+            check, _ = await check_facts(client, retriever, TOPIC, "My family pays for school uniforms. It hurts.")
     assert [v.claim for v in check.verdicts] == ["Families pay for school uniforms"] and check.dropped == 1
 
 
@@ -318,3 +321,24 @@ async def test_the_configured_fact_source_and_its_content_are_part_of_the_judge(
             assert await judge_of(InspireOptions(facts="base")) == on_base
     finally:
         await runtime.aclose()
+
+
+async def test_a_message_is_asked_for_as_many_claims_and_derivations_as_it_has_sentences():
+    one = "Uniforms save parents money over a school year."
+    five = "Uniforms are cheap. They last. Parents buy fewer clothes. Nobody is mocked. Dr. Lee agrees."
+    with FakeServer(scripted([], "supported")) as fake:
+        async with LLMClient(fake.profile()) as client:
+            for text in (one, five):
+                await extract_claims(client, TOPIC, text)
+                await translate(client, text, TOPIC)
+
+    def asked(body: dict) -> tuple[int, int]:
+        schema = body["response_format"]["json_schema"]["schema"]
+        return schema["properties"][next(iter(schema["properties"]))]["maxItems"], body["max_tokens"]
+
+    claims = [asked(b) for b in fake.bodies if b["messages"][-1]["content"].startswith("List the factual claims")]
+    derivations = [asked(b) for b in fake.bodies if b["messages"][0]["content"].startswith("Translate the reasoning")]
+    assert [limit for limit, _ in claims] == [1, MAX_CLAIMS] and [limit for limit, _ in derivations] == [1, MAX_DERIVATIONS]
+    assert claims[0][1] < claims[1][1] and derivations[0][1] < derivations[1][1]  # the caps follow the schemas
+    extraction_prompts = [b["messages"][-1]["content"] for b in fake.bodies if "List at most" in b["messages"][-1]["content"]]
+    assert ["List at most 1;" in p for p in extraction_prompts] == [True, False]

@@ -513,7 +513,9 @@ def test_check_lines_skips_blank_lines_and_comments_and_numbers_the_rest_as_in_t
 
 
 async def test_check_logic_drops_the_prompts_examples_and_derivations_not_about_the_text():
-    text = "More than 190 people on death row were later exonerated, and an execution cannot be undone."
+    # Four sentences: room for the answer's four derivations.
+    text = ("More than 190 people on death row were later exonerated. An execution cannot be undone. "
+            "Courts make mistakes. Nobody can give a life back.")
     student = Derivation(
         text="an execution cannot be undone", premises=["forall x. Executed(x) -> ~Undone(x)"],
         conclusion="~Undone(prisoner)",

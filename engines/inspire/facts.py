@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import asyncio
 import re
+from functools import cache
 from typing import Annotated, Collection, Literal, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, create_model, field_validator
 
-from engines.sentences import sentence_spans
+from engines.sentences import sentence_count, sentence_spans
 from engines.inspire import prompts
 from engines.inspire.grounding import content_stems, grounded
 from engines.judging.shown_text import NO_USABLE_ANSWER, unmeant, without_labels
@@ -52,10 +53,11 @@ NEGATION = re.compile(
 _CLAUSE_BREAK = re.compile(r"[,;:]|\b(?:but|while|whereas|although|though|yet)\b", re.IGNORECASE)
 
 
+Claim = Annotated[str, StringConstraints(min_length=1, max_length=CLAIM_CHARS)]
+
+
 class ClaimList(BaseModel):
-    claims: list[Annotated[str, StringConstraints(min_length=1, max_length=CLAIM_CHARS)]] = Field(
-        max_length=MAX_CLAIMS
-    )
+    claims: list[Claim] = Field(max_length=MAX_CLAIMS)
 
 
 # The claims of a `ClaimList` answer as the Coach takes them: each without what the model put
@@ -75,6 +77,24 @@ class ExtractedClaims(ClaimList):
                 raise ValueError(f"the claim {claim!r} is not a meant answer: {problem}")
             kept.setdefault(plain_words(text), text)
         return list(kept.values())
+
+
+@cache
+def _claims_of_at_most(limit: int) -> type[ExtractedClaims]:
+    return create_model(  # the same name: the schema a server sees differs only in its bound
+        ExtractedClaims.__name__, __base__=ExtractedClaims, claims=(list[Claim], Field(max_length=limit)),
+    )
+
+
+def claims_schema(text: str) -> type[ExtractedClaims]:
+    """The answer schema for the claims of `text`: one per sentence, up to `MAX_CLAIMS`. A small
+    model fills what a schema allows: the embedded one listed four claims for a one-sentence
+    message (the same one again, or digits), and was asked again."""
+    return _claims_of_at_most(claim_limit(text))
+
+
+def claim_limit(text: str) -> int:
+    return min(MAX_CLAIMS, sentence_count(text))
 
 
 class Evidence(BaseModel):
@@ -140,9 +160,10 @@ class FactCheck(BaseModel):
 async def extract_claims(client: LLMClient, topic: str, text: str) -> tuple[list[str] | None, str, str | None, Usage]:
     """(claims or None, raw output, error, usage); an answer `ExtractedClaims` refuses is asked again,
     and when it stays so the error says `NO_USABLE_ANSWER`."""
+    schema = claims_schema(text)
     asked = await structured_until_valid(
-        client, [{"role": "user", "content": prompts.extraction_prompt(topic, text, MAX_CLAIMS)}], ExtractedClaims,
-        attempts(Sampling(temperature=0.0, max_tokens=max_tokens_for(ClaimList)), EXTRACTION_ATTEMPTS),
+        client, [{"role": "user", "content": prompts.extraction_prompt(topic, text, claim_limit(text))}], schema,
+        attempts(Sampling(temperature=0.0, max_tokens=max_tokens_for(schema)), EXTRACTION_ATTEMPTS),
     )
     result = asked.result
     if result.value is None:

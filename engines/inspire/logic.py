@@ -101,6 +101,7 @@ from engines.inspire.logic_schema import (
     TEXT_MAX_CHARS,
     Derivation,
     LogicTranslation,
+    translation_schema,
 )
 from engines.llm.budget import max_tokens_for
 from engines.llm.client import LLMClient
@@ -711,8 +712,8 @@ def is_prompt_example(d: Derivation) -> bool:
 async def translate(client: LLMClient, argument: str, topic: str) -> Structured[LogicTranslation]:
     """The model's derivations for `argument` in one schema-constrained call (greedy, so a
     rerun gives the cached answer)."""
+    schema = translation_schema(argument)
     [result] = await client.structured(
-        logic_messages(topic, argument), LogicTranslation,
-        Sampling(temperature=0.0, max_tokens=max_tokens_for(LogicTranslation)),
+        logic_messages(topic, argument), schema, Sampling(temperature=0.0, max_tokens=max_tokens_for(schema)),
     )
     return result
