@@ -84,16 +84,17 @@ async def test_each_student_message_gets_its_inspirescore_in_the_coach_panel_and
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await open_session(pilot, debate_id, until)
         panel = screen.query_one(CoachPanel)
-        assert not screen.session.label_during_reply  # the embedded model: the score follows reply and labels
+        assert not screen.session.label_during_reply  # the embedded model: the score follows the reply
         for number, text in enumerate(MESSAGES):
             screen.query_one("#message", Input).value = text
             await pilot.press("enter")
             await pilot.pause()
             message = list(screen.query(MessageView))[-2]
             assert message.message.role == "user" and "Coach: checking… " in shown(panel)
-            await until(pilot, lambda: message.message.turn.position in panel.judgments and not panel.in_progress, 900)
+            await until(pilot, lambda: message.message.turn.position in panel.judgments and not panel.in_progress
+                        and message.message.state == "done", 900)  # the labels too, which run beside the Coach
             judgment = panel.judgments[message.message.turn.position]
-            assert message.message.reply.state == "done" and message.message.state == "done"  # both finished before the score
+            assert message.message.reply.state == "done"  # finished before the score
             assert judgment.role == "user" and judgment.text == text
             assert len(judgment.dialogue) == 2 * number  # the turns before the message
             panel_text = shown(panel)

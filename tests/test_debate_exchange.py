@@ -21,6 +21,8 @@ from argtui.runtime import Runtime
 from engines.components.prompts import classify_messages
 from engines.debate.exchange import (
     BotProgress,
+    CoachFailed,
+    CoachScored,
     CoachStarted,
     DebateExchange,
     ExchangeDone,
@@ -44,7 +46,7 @@ from engines.judging.task import default_options
 from engines.llm.client import LLMClient
 from engines.tasks.debate_judges import TaskJudges, grice_item
 from engines.tasks.grice import TASK as GRICE
-from fakes import chat_reply, schema_answer, stream_reply
+from fakes import Gate, chat_reply, schema_answer, stream_reply
 from store import Database
 from store.debates import DebateRepository, TurnState
 from store.llm_cache import ResponseCache
@@ -158,10 +160,10 @@ async def test_the_exchange_reports_each_step_in_order(runtime, fake_server, ret
     labelled = names.index("LabelsStored")
     [started] = [event for event in events if isinstance(event, LabellingStarted)]
     assert started.after_reply is not during
-    if not during:  # the small backend: labels after the reply, the Coach after both
-        assert replied < labelled
     coached = next(i for i, name in enumerate(names) if name in ("CoachScored", "CoachFailed"))
-    assert names.index("CoachStarted") < coached and (during or labelled < coached)
+    assert names.index("CoachStarted") < coached
+    if not during:  # the small backend: the labels and the Coach after the reply
+        assert replied < labelled and replied < coached
     # What the events said is what was stored, and the judgments are in the judgment store.
     [grice] = [event for event in events if isinstance(event, GriceStored)]
     [labels] = [event for event in events if isinstance(event, LabelsStored)]
@@ -174,6 +176,28 @@ async def test_the_exchange_reports_each_step_in_order(runtime, fake_server, ret
     assert grice.judgment.judge == judge.name
     item = grice_item(exchange.session.debate.id, reply, reply_context([user, reply], reply))
     assert set(JudgmentStore(runtime.db, "grice").load(judge, [item])) == {item.key}
+    await client.aclose()
+    await runtime.aclose()
+
+
+async def test_on_a_small_backend_the_coach_starts_with_the_labels_once_the_reply_is_in(runtime, fake_server, retriever):
+    """The Coach needs no labels: waiting for them would leave the server's slots half used."""
+    labeller = classify_messages("", "")[0]["content"]  # the labeller's system message, the document left out
+    gate = Gate(schema_answer("yes"), lambda body: body["messages"][0]["content"].startswith(labeller), timeout_s=30)
+    fake_server.answer = gate
+    client = LLMClient(fake_server.profile(kind="vllm", retries=0))
+    exchange = new_exchange(runtime, client, retriever, during=False)
+    events = []
+
+    def follow(event) -> None:
+        events.append(event)
+        if isinstance(event, (CoachScored, CoachFailed)):
+            gate.open()
+
+    await exchange.send(MESSAGES[0], follow)
+    names = kinds(events)
+    coached = next(i for i, name in enumerate(names) if name in ("CoachScored", "CoachFailed"))
+    assert gate.held and names.index("ReplyStored") < coached < names.index("LabelsStored")
     await client.aclose()
     await runtime.aclose()
 

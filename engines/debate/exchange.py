@@ -9,8 +9,9 @@ as a `Verdict` in the judgment store, under the judge a batch run would be, and 
 analysis row links to it.
 
 Labelling runs while the bot answers where the backend can afford it
-(`DebateSession.label_during_reply`); otherwise it starts once the reply is stored, and the
-Coach waits for both, so the small embedded model answers one thing at a time.
+(`DebateSession.label_during_reply`); otherwise it starts once the reply is stored, with the
+Grice judgment and the Coach, so the small embedded model writes the reply alone and then
+batches the judges' requests on its slots.
 """
 
 from __future__ import annotations
@@ -307,8 +308,9 @@ class DebateExchange(Generic[CoachJudgment]):
         clock = _Clock()
         result = ExchangeResult(message, timings=clock.timings)
         judging = self.judges is not None
-        # What waits for the reply (and the Coach for the labels too) where the backend is too small
-        # to do two things at once; not `concurrent`: everything in turn, to compare.
+        # What waits for the reply where the backend is too small to answer it beside other work; then
+        # the judges start together (their requests batched on the server's slots); not `concurrent`:
+        # everything in turn, to compare.
         wait = not (self.session.label_during_reply and self.concurrent)
         try:
             async with asyncio.TaskGroup() as group:
@@ -322,8 +324,8 @@ class DebateExchange(Generic[CoachJudgment]):
                     before = after_reply + ([judged] if judged is not None and not self.concurrent else [])
                     labelling = group.create_task(self._label(message, emit, clock, result, before if wait else []))
                 if coach and judging:
-                    before = [task for task in (replying, labelling) if task is not None] if wait else []
-                    group.create_task(self._coach(message, emit, clock, result, before))
+                    before = after_reply + ([labelling] if labelling is not None and not self.concurrent else [])
+                    group.create_task(self._coach(message, emit, clock, result, before if wait else []))
         except BaseExceptionGroup as failures:  # a bug or a store failure: raised as itself
             raise failures.exceptions[0] from None
         emit(ExchangeDone(result))
