@@ -19,16 +19,15 @@ from __future__ import annotations
 
 import asyncio
 import re
-from functools import cache
 from typing import Annotated, Collection, Literal, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, create_model, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 from engines.sentences import sentence_count, sentence_spans
 from engines.inspire import prompts
 from engines.inspire.grounding import content_stems, grounded
 from engines.judging.shown_text import NO_USABLE_ANSWER, unmeant, without_labels
-from engines.llm.budget import max_tokens_for
+from engines.llm.budget import max_tokens_for, with_at_most
 from engines.llm.client import LLMClient
 from engines.llm.profile import Sampling
 from engines.llm.reasking import attempts, structured_until_valid
@@ -53,11 +52,10 @@ NEGATION = re.compile(
 _CLAUSE_BREAK = re.compile(r"[,;:]|\b(?:but|while|whereas|although|though|yet)\b", re.IGNORECASE)
 
 
-Claim = Annotated[str, StringConstraints(min_length=1, max_length=CLAIM_CHARS)]
-
-
 class ClaimList(BaseModel):
-    claims: list[Claim] = Field(max_length=MAX_CLAIMS)
+    claims: list[Annotated[str, StringConstraints(min_length=1, max_length=CLAIM_CHARS)]] = Field(
+        max_length=MAX_CLAIMS
+    )
 
 
 # The claims of a `ClaimList` answer as the Coach takes them: each without what the model put
@@ -79,18 +77,11 @@ class ExtractedClaims(ClaimList):
         return list(kept.values())
 
 
-@cache
-def _claims_of_at_most(limit: int) -> type[ExtractedClaims]:
-    return create_model(  # the same name: the schema a server sees differs only in its bound
-        ExtractedClaims.__name__, __base__=ExtractedClaims, claims=(list[Claim], Field(max_length=limit)),
-    )
-
-
 def claims_schema(text: str) -> type[ExtractedClaims]:
     """The answer schema for the claims of `text`: one per sentence, up to `MAX_CLAIMS`. A small
     model fills what a schema allows: the embedded one listed four claims for a one-sentence
     message (the same one again, or digits), and was asked again."""
-    return _claims_of_at_most(claim_limit(text))
+    return with_at_most(ExtractedClaims, "claims", claim_limit(text))
 
 
 def claim_limit(text: str) -> int:

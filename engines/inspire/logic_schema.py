@@ -4,12 +4,12 @@ translation prompt can hold its examples as derivations without importing the so
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Annotated
 
-from pydantic import BaseModel, Field, create_model, field_validator
+from pydantic import BaseModel, Field, field_validator
 
 from engines.judging.shown_text import without_labels
+from engines.llm.budget import with_at_most
 from engines.sentences import sentence_count
 
 # Bounds on what the model writes: they cap the schema's longest answer, so max_tokens.
@@ -42,17 +42,9 @@ class LogicTranslation(BaseModel):
     derivations: list[Derivation] = Field(max_length=MAX_DERIVATIONS)
 
 
-@cache
-def _translation_of_at_most(derivations: int) -> type[LogicTranslation]:
-    return create_model(  # the same name: the schema a server sees differs only in its bound
-        LogicTranslation.__name__, __base__=LogicTranslation,
-        derivations=(list[Derivation], Field(max_length=derivations)),
-    )
-
-
 def translation_schema(argument: str) -> type[LogicTranslation]:
     """The answer schema for translating `argument`: room for one derivation per sentence, up to
     `MAX_DERIVATIONS`. A step of an argument takes a sentence at least, and a small model fills
     what a schema allows: the embedded one wrote one derivation four times for a one-sentence
     message, which took longer than any other part of the Coach's score."""
-    return _translation_of_at_most(min(MAX_DERIVATIONS, sentence_count(argument)))
+    return with_at_most(LogicTranslation, "derivations", min(MAX_DERIVATIONS, sentence_count(argument)))

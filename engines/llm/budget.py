@@ -27,8 +27,11 @@ import json
 import math
 import re
 from functools import cache
+from typing import TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, create_model
+
+M = TypeVar("M", bound=BaseModel)
 
 CHARS_PER_TOKEN = 2.5  # English JSON runs at 3.5–4.5 characters per token; a small model's odd words fewer
 UNBOUNDED_STRING_CHARS = 1000  # a string field without maxLength or a bounded pattern
@@ -105,3 +108,12 @@ def worst_case_tokens(schema: dict) -> int:
     """The most tokens an answer constrained to `schema` can take: one per byte of its longest
     instance, every free-string character escaped."""
     return max_json_chars(schema, string_char_chars=ESCAPED_CHAR_CHARS)
+
+
+@cache
+def with_at_most(model: type[M], field: str, items: int) -> type[M]:
+    """`model` with its list `field` admitting at most `items`, for an answer sized to its input: a
+    small model fills what a schema allows, and the cap follows the schema. The same name, so the
+    schema a server sees differs only in that bound."""
+    annotation = model.model_fields[field].annotation
+    return create_model(model.__name__, __base__=model, **{field: (annotation, Field(max_length=items))})
