@@ -532,6 +532,19 @@ async def test_check_logic_drops_the_prompts_examples_and_derivations_not_about_
     assert result.dropped == 2 and result.count("invalid") == 2 and result.score == 0.0
 
 
+async def test_check_logic_drops_a_derivation_whose_quote_loops():
+    """The Coach shows a derivation's quote as the student's words: a loop the model wrote is not theirs."""
+    text = "An execution cannot be undone. So we should abolish the death penalty."
+    student = Derivation(text="An execution cannot be undone", premises=["~Undone(execution)"],
+                         conclusion="~Undone(execution)")
+    looped = Derivation(text="we should abolish the death penalty. " * 4, premises=["Abolish"], conclusion="Abolish")
+    answer = LogicTranslation(derivations=[student, looped]).model_dump_json()
+    with FakeServer(lambda body: chat_reply(answer)) as fake:
+        async with LLMClient(fake.profile(retries=0)) as client:
+            result = await check_logic(client, "the death penalty", text)
+    assert [c.text for c in result.checks] == ["An execution cannot be undone"] and result.dropped == 1
+
+
 def test_the_prompt_is_rendered_from_its_examples():
     for number, example in enumerate(EXAMPLES, start=1):
         answer = json.dumps({"derivations": [example.derivation.model_dump()]}, ensure_ascii=False)

@@ -39,7 +39,7 @@ from engines.inspire.logic import (
     translate,
 )
 from engines.inspire.subjective import DIMENSIONS as SUBJECTIVE, TITLES, SubjectiveScores, subjective_scores
-from engines.judging.shown_text import shown
+from engines.judging.shown_text import shown, unmeant
 from engines.llm.client import LLMClient
 from engines.llm.types import Usage, UsageMeter
 from engines.retrieval.types import Retriever
@@ -258,7 +258,10 @@ def _record(check: DerivationCheck) -> DerivationRecord:
 
 def _about(derivation: Derivation, text: str) -> bool:
     """Whether a derivation formalises `text`: what it quotes (else the words of its names) is
-    grounded in the text, and it is not one of the translation prompt's examples."""
+    grounded in the text, its quote is one the model meant (not a loop: the Coach shows it as the
+    student's words), and it is not one of the translation prompt's examples."""
+    if derivation.text and unmeant(derivation.text) is not None:
+        return False
     return not is_prompt_example(derivation) and grounded(derivation.text or derivation_words(derivation), text)
 
 
