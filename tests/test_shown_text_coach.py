@@ -33,8 +33,9 @@ from test_inspire_facts import SURVEY, TOPIC, index_of, scripted
 DISCLAIMER = "I'm sorry for any confusion, but as a chatbot I cannot judge whether this reply is relevant."
 MEANT = "The reply answers the student's point about costs directly."
 
-BULLYING = "School uniforms are a solution to bullying: nobody is mocked for their clothes."
-FAMILIES = "My family pays for school uniforms, and it hurts."
+# Three sentences each: room for three claims (the Coach asks for one per sentence).
+BULLYING = "School uniforms are a solution to bullying. Nobody is mocked for their clothes. That is all."
+FAMILIES = "My family pays for school uniforms. It hurts. Every year."
 
 
 # ---------------------------------------------------------------- the Coach's claims
@@ -91,7 +92,7 @@ async def test_a_claim_negating_what_the_student_said_is_not_credited_to_them(tm
     assert [v.claim for v in check.verdicts] == [
         "School uniforms are a solution to bullying", "Nobody is mocked for their clothes"]
     assert check.dropped == 1
-    said = "I do not think uniforms are cheap, but school uniforms are not a solution to bullying."
+    said = "I do not think uniforms are cheap. But school uniforms are not a solution to bullying."
     check, _ = await checked(retriever, said, scripted([opposite, "Uniforms are cheap"], "supported"))
     assert [v.claim for v in check.verdicts] == [opposite] and check.dropped == 1
 
