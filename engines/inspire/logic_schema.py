@@ -46,5 +46,5 @@ def translation_schema(argument: str) -> type[LogicTranslation]:
     """The answer schema for translating `argument`: room for one derivation per sentence, up to
     `MAX_DERIVATIONS`. A step of an argument takes a sentence at least, and a small model fills
     what a schema allows: the embedded one wrote one derivation four times for a one-sentence
-    message, which took longer than any other part of the Coach's score."""
+    message."""
     return with_at_most(LogicTranslation, "derivations", min(MAX_DERIVATIONS, sentence_count(argument)))
