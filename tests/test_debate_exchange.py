@@ -39,7 +39,8 @@ from engines.debate.opponent import FALLBACK_STEP, StepStarted
 from engines.debate.records import DebateRecords, GriceRecord
 from engines.debate.session import DebateSession, JudgingChoice
 from engines.grice import METRICS, QUESTIONS
-from engines.inspire.logic_prompts import LOGIC_PROMPT, logic_messages
+from engines.inspire.logic_prompts import logic_messages
+from engines.inspire.score import shared_prompts
 from engines.judging.identity import judge_id
 from engines.judging.store import JudgmentStore
 from engines.judging.task import default_options
@@ -124,17 +125,20 @@ async def test_preparing_has_the_server_compute_what_every_judges_prompts_share(
             fake_server.bodies.clear()
             await exchange.prepare()
             primed = [body["messages"] for body in fake_server.bodies if body.get("max_tokens") == 1]
-            assert len(primed) == 6, fake_server.bodies
-            labels, logic, *grice = primed
+            assert len(primed) == 8, fake_server.bodies
+            labels, *coach = primed[:4]
+            grice = primed[4:]
             assert labels == classify_messages("", "")
-            assert logic == logic_messages("", "") and logic[0]["content"].startswith(LOGIC_PROMPT)
+            # the Coach's three calls, sent together
+            assert sorted(coach, key=str) == sorted(shared_prompts(), key=str)
+            assert logic_messages("", "") in coach
             # every maxim's own prompt, the three Analyzer ones after their stage-1 reasons
             assert sum(QUESTIONS[metric].question in messages[-1]["content"] for messages in grice
                        for metric in METRICS) == 4
-        # the first message's labels, translation and maxims begin as the primed prompts do
+        # the first message's labels, the Coach's calls and the maxims begin as the primed prompts do
         await exchange.send(MESSAGES[0])
         sent = [body["messages"][0] for body in fake_server.bodies if body.get("max_tokens") != 1]
-        for primed_messages in (labels, logic, *grice):
+        for primed_messages in (labels, *coach, *grice):
             primed = primed_messages[0]
             shared = max(len(commonprefix([primed["content"], first["content"]]))
                          for first in sent if first["role"] == primed["role"])

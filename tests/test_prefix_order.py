@@ -28,11 +28,14 @@ from engines.grice import METRICS, GriceContext, context_of_turn, judge_turn, pr
 from engines.grice.judge import judge_messages, methods_for
 from engines.grice.prompts import render_dialogue
 from engines.grice.reasons import AnalyzerReasons
+from engines.inspire.facts import claim_limit, extraction_messages
+from engines.inspire.subjective import subjective_messages
 from engines.llm.client import LLMClient
 from engines.pairwise.judge import JudgeSettings
 from engines.pairwise.prompts import STRATEGIES, messages
 from engines.pairwise.run import _examples, judge_item, load_corpus, select_items
 from engines.tasks.grice import TASK as GRICE
+from engines.tasks.inspire import TASK as INSPIRE, VARIANT, InspireOptions
 from engines.tasks.pairwise import TASK as PAIRWISE
 
 
@@ -310,3 +313,19 @@ async def test_a_primed_prompt_is_reused_by_the_first_request_that_begins_with_i
     assert primed.calls == 1 and primed.completion_tokens <= 1
     # the system message's own tokens (its last may tokenise with the document that follows it)
     assert choice.usage.reused_prompt_tokens >= shared_tokens - 4, (choice.usage, shared_tokens)
+
+
+@pytest.mark.llm
+async def test_the_coach_s_first_calls_reuse_what_the_debate_s_preparation_primed(llama_profile, llama_server):
+    """The Coach's preparation computes how its calls begin; the first turn's subjective call and
+    claim list (their prompts as the calls build them, one token answered) then compute only the
+    topic and the message (one sentence: the claim list's limit the preparation assumed)."""
+    topic, text = "School uniforms should be mandatory", "Uniforms save parents money over a school year."
+    root = llama_server.url.removesuffix("/v1")
+    async with LLMClient(llama_profile) as client, httpx.AsyncClient() as http:
+        await INSPIRE.prepare(None, VARIANT, client, InspireOptions())
+        for chat in (subjective_messages(topic, text), extraction_messages(topic, text, claim_limit(text))):
+            usage = await client.prime(chat)
+            instruction = chat[0]["content"].split("Debate topic:")[0]
+            answer = await http.post(f"{root}/tokenize", json={"content": instruction}, headers=llama_server.headers)
+            assert usage.reused_prompt_tokens >= len(answer.json()["tokens"]) - 4, (usage, instruction[:40])

@@ -28,7 +28,7 @@ from engines.inspire import prompts
 from engines.inspire.grounding import content_stems, grounded
 from engines.judging.shown_text import NO_USABLE_ANSWER, unmeant, without_labels
 from engines.llm.budget import max_tokens_for, with_at_most
-from engines.llm.client import LLMClient
+from engines.llm.client import LLMClient, Message
 from engines.llm.profile import Sampling
 from engines.llm.reasking import attempts, structured_until_valid
 from engines.llm.types import Usage
@@ -148,12 +148,16 @@ class FactCheck(BaseModel):
         return sum(v.verdict == "supported" for v in self.verdicts) / len(self.verdicts)
 
 
+def extraction_messages(topic: str, text: str, limit: int) -> list[Message]:
+    return [{"role": "user", "content": prompts.extraction_prompt(topic, text, limit)}]
+
+
 async def extract_claims(client: LLMClient, topic: str, text: str) -> tuple[list[str] | None, str, str | None, Usage]:
     """(claims or None, raw output, error, usage); an answer `ExtractedClaims` refuses is asked again,
     and when it stays so the error says `NO_USABLE_ANSWER`."""
     schema = claims_schema(text)
     asked = await structured_until_valid(
-        client, [{"role": "user", "content": prompts.extraction_prompt(topic, text, claim_limit(text))}], schema,
+        client, extraction_messages(topic, text, claim_limit(text)), schema,
         attempts(Sampling(temperature=0.0, max_tokens=max_tokens_for(schema)), EXTRACTION_ATTEMPTS),
     )
     result = asked.result

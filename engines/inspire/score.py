@@ -24,7 +24,7 @@ from typing import Awaitable, Callable, Collection, Mapping, Sequence, TypeVar
 from pydantic import BaseModel, ConfigDict, computed_field
 from sqlmodel import select
 
-from engines.inspire.facts import ARGUMENT_BASE, FactCheck, check_facts
+from engines.inspire.facts import ARGUMENT_BASE, FactCheck, check_facts, extraction_messages
 from engines.inspire.grounding import grounded
 from engines.inspire.logic import (
     MEASURED,
@@ -38,9 +38,16 @@ from engines.inspire.logic import (
     logical_validity,
     translate,
 )
-from engines.inspire.subjective import DIMENSIONS as SUBJECTIVE, TITLES, SubjectiveScores, subjective_scores
+from engines.inspire.logic_prompts import logic_messages
+from engines.inspire.subjective import (
+    DIMENSIONS as SUBJECTIVE,
+    TITLES,
+    SubjectiveScores,
+    subjective_messages,
+    subjective_scores,
+)
 from engines.judging.shown_text import shown, unmeant
-from engines.llm.client import LLMClient
+from engines.llm.client import LLMClient, Message
 from engines.llm.types import Usage, UsageMeter
 from engines.retrieval.types import Retriever
 from engines.timing import Stopwatch
@@ -308,6 +315,14 @@ async def score_text(
             part(facts_part, check_facts(client, retriever, topic, text, exclude_evidence, facts_source)),
         )
     return InspireScore(subjective=subjective, logic=logic, facts=facts, usage=meter.usage, seconds=stopwatch.seconds)
+
+
+
+def shared_prompts() -> tuple[list[Message], ...]:
+    """How the three calls of `score_text` begin for every text of every debate (their instructions,
+    and the logic translation's worked examples), for a backend's prefix cache to hold before the
+    first turn. The claim list is asked of a one-sentence message, the most common."""
+    return subjective_messages("", ""), logic_messages("", ""), extraction_messages("", "", 1)
 
 
 # ---------------------------------------------------------------- a debate

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from engines.inspire import prompts
 from engines.llm.budget import max_tokens_for
-from engines.llm.client import MAX_TOP_LOGPROBS, LLMClient, json_schema_constraint
+from engines.llm.client import MAX_TOP_LOGPROBS, LLMClient, Message, json_schema_constraint
 from engines.llm.parsing import label_distribution, parse_structured
 from engines.llm.profile import Sampling
 from engines.llm.types import Completion, Usage
@@ -119,12 +119,16 @@ def read_answer(completion: Completion) -> SubjectiveScores:
     return SubjectiveScores(dimensions=dimensions, raw=result.raw)
 
 
+def subjective_messages(topic: str, text: str, dialogue: Sequence[tuple[str, str]] = ()) -> list[Message]:
+    return [{"role": "user", "content": prompts.subjective_prompt(topic, text, dialogue)}]
+
+
 async def subjective_scores(
     client: LLMClient, topic: str, text: str, dialogue: Sequence[tuple[str, str]] = ()
 ) -> tuple[SubjectiveScores, Usage]:
     """The four dimensions of `text` in one call."""
     [completion] = await client.samples(
-        [{"role": "user", "content": prompts.subjective_prompt(topic, text, dialogue)}], 1,
+        subjective_messages(topic, text, dialogue), 1,
         Sampling(temperature=TEMPERATURE, max_tokens=max_tokens_for(SubjectiveAnswer)),
         top_logprobs=MAX_TOP_LOGPROBS, constraint=json_schema_constraint(SubjectiveAnswer),
     )

@@ -28,7 +28,6 @@ from engines.debate.pipeline import DebatePipeline
 from engines.debate.records import DebateRecords, StoredTurn, TurnSteps
 from engines.errors import ArgtuiError
 from engines.inspire.fact_sources import source_identity
-from engines.inspire.logic_prompts import logic_messages
 from engines.inspire.score import (
     DIMENSION_TITLES,
     DIMENSIONS,
@@ -37,6 +36,7 @@ from engines.inspire.score import (
     ScoreProgress,
     debate_score,
     score_text,
+    shared_prompts,
     stored_turn_key,
 )
 from engines.inspire.subjective import TEMPERATURE, DimensionScore, expected_score, level_score, read_answer
@@ -336,9 +336,10 @@ class InspireTask(TaskBase):
         return max(1, math.ceil(client.profile.max_concurrency / 3))
 
     async def prepare(self, ctx: TaskContext, variant: str, client: LLMClient, options: InspireOptions) -> None:
-        """The logic translation's instruction and worked examples, the same for every turn (about 500
-        tokens, most of a first turn's), computed into the server's prompt cache."""
-        await client.prime(logic_messages("", ""))
+        """What every turn's calls begin with (about 700 tokens, most of a first turn's: the logic
+        translation's instruction and worked examples, the other two calls' instructions), computed
+        into the server's prompt cache."""
+        await asyncio.gather(*(client.prime(messages) for messages in shared_prompts()))
 
     async def judge(
         self, ctx: TaskContext, item: TaskItem, variant: str, client: LLMClient, options: InspireOptions,
