@@ -17,7 +17,8 @@ cuts its answers at their `max_tokens`, as a server does whose tokenizer takes a
 
 `dying_server` is a stand-in server executable that kills itself as it starts.
 
-Faults beside HTTP: `SmallDisk`, a folder on a small file system of its own that can be
+Faults beside HTTP: `SlowSearch`, a retriever whose searches take longer (a loaded search
+backend), `SmallDisk`, a folder on a small file system of its own that can be
 filled to the last byte (writes then fail with ENOSPC, as on a full disk), `blackhole`, an
 address that accepts connections and never answers, and `lock_held_elsewhere`, another
 program holding the database lock a rating needs.
@@ -25,6 +26,7 @@ program holding the database lock a rating needs.
 
 from __future__ import annotations
 
+import asyncio
 import codecs
 import json
 import os
@@ -462,6 +464,20 @@ def read_only_mount(folder: Path) -> Iterator[Path]:
         yield folder
     finally:
         subprocess.run(["umount", "--lazy", str(folder)], capture_output=True)
+
+
+class SlowSearch:
+    """`retriever` with every search `delay_s` slower; the rest as `retriever`'s."""
+
+    def __init__(self, retriever: Any, delay_s: float):
+        self._retriever, self.delay_s = retriever, delay_s
+
+    async def search(self, *args: Any, **kwargs: Any) -> Any:
+        await asyncio.sleep(self.delay_s)
+        return await self._retriever.search(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._retriever, name)
 
 
 class Gate:

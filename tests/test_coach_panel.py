@@ -84,7 +84,7 @@ async def test_each_student_message_gets_its_inspirescore_in_the_coach_panel_and
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await open_session(pilot, debate_id, until)
         panel = screen.query_one(CoachPanel)
-        assert not screen.session.label_during_reply  # the embedded model: the score follows the reply
+        assert screen.session.label_during_reply  # level 0 leaves the embedded model idle: scored beside the reply
         for number, text in enumerate(MESSAGES):
             screen.query_one("#message", Input).value = text
             await pilot.press("enter")
@@ -94,7 +94,7 @@ async def test_each_student_message_gets_its_inspirescore_in_the_coach_panel_and
             await until(pilot, lambda: message.message.turn.position in panel.judgments and not panel.in_progress
                         and message.message.state == "done", 900)  # the labels too, which run beside the Coach
             judgment = panel.judgments[message.message.turn.position]
-            assert message.message.reply.state == "done"  # finished before the score
+            assert message.message.reply.state == "done"
             assert judgment.role == "user" and judgment.text == text
             assert len(judgment.dialogue) == 2 * number  # the turns before the message
             panel_text = shown(panel)

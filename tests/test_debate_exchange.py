@@ -45,9 +45,10 @@ from engines.judging.identity import judge_id
 from engines.judging.store import JudgmentStore
 from engines.judging.task import default_options
 from engines.llm.client import LLMClient
+from engines.llm.embedded import EMBEDDED_MODEL_NAME
 from engines.tasks.debate_judges import TaskJudges, grice_item
 from engines.tasks.grice import TASK as GRICE
-from fakes import Gate, chat_reply, schema_answer, stream_reply
+from fakes import Gate, SlowSearch, chat_reply, schema_answer, stream_reply
 from store import Database
 from store.debates import DebateRepository, TurnState
 from store.llm_cache import ResponseCache
@@ -202,6 +203,29 @@ async def test_on_a_small_backend_the_coach_starts_with_the_labels_once_the_repl
     names = kinds(events)
     coached = next(i for i, name in enumerate(names) if name in ("CoachScored", "CoachFailed"))
     assert gate.held and names.index("ReplyStored") < coached < names.index("LabelsStored")
+    await client.aclose()
+    await runtime.aclose()
+
+
+async def test_beside_a_bot_that_needs_no_model_the_embedded_model_labels_at_once(runtime, fake_server, retriever):
+    """Level 0 answers from the argument base and leaves the embedded model idle meanwhile: the
+    labels (and the Coach) are asked while the reply is being found, not after it."""
+    labeller = classify_messages("", "")[0]["content"]  # the labeller's system message, the document left out
+    gate = Gate(schema_answer("yes"), lambda body: body["messages"][0]["content"].startswith(labeller), timeout_s=30)
+    fake_server.answer = gate
+    client = LLMClient(fake_server.profile(kind="llamacpp", model=EMBEDDED_MODEL_NAME, retries=0))
+    repository = DebateRepository(runtime.db)
+    session = DebateSession(repository, repository.create(CLAIM, "con", level=0), client,
+                            SlowSearch(retriever, delay_s=1.0), choice=JudgingChoice("ZSL", "vanilla"))
+    held_when_replied = []
+
+    def follow(event) -> None:
+        if isinstance(event, ReplyStored):
+            held_when_replied.append(gate.held)
+            gate.open()
+
+    await DebateExchange(session, TaskJudges(runtime, client)).send(MESSAGES[0], follow)
+    assert session.label_during_reply and held_when_replied[0] >= 1, held_when_replied
     await client.aclose()
     await runtime.aclose()
 

@@ -500,9 +500,14 @@ async def test_the_embedded_model_labels_with_one_call_per_component_unless_the_
     await gpu.aclose()
 
 
-def test_the_embedded_model_labels_after_the_reply_a_gpu_server_during_it():
-    assert not labels_during_reply(BackendProfile(name="embedded", kind="llamacpp", embedded=True))
-    assert labels_during_reply(BackendProfile(name="gpu", kind="vllm", model="meta-llama/Llama-3.1-8B-Instruct"))
+def test_the_embedded_model_labels_after_a_reply_it_writes_a_gpu_server_during_any():
+    embedded = BackendProfile(name="embedded", kind="llamacpp", embedded=True)
+    gpu = BackendProfile(name="gpu", kind="vllm", model="meta-llama/Llama-3.1-8B-Instruct")
+    for level in LEVELS:
+        # level 0 answers from the argument base: the embedded model is idle while it does
+        assert labels_during_reply(embedded, level) == (not level.needs_model)
+        assert labels_during_reply(gpu, level)
+    assert not LEVELS[0].needs_model and any(level.needs_model for level in LEVELS)
 
 
 @pytest.mark.parametrize("side, message, bot_relation", [

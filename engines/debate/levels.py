@@ -177,12 +177,13 @@ def default_component_method(profile: BackendProfile) -> str:
     return "vanilla" if tiny_model(profile) else "mad"
 
 
-def labels_during_reply(profile: BackendProfile) -> bool:
-    """Whether a student's message is labelled while the bot answers it. The embedded model
-    shares two CPU cores with everything: labelling alongside made each of the bot's steps
-    several times slower (benchmarks/bench_debate_levels.py), so there the reply goes first
-    and the labels follow with the Grice judging. A GPU server batches them at little cost."""
-    return not tiny_model(profile)
+def labels_during_reply(profile: BackendProfile, level: OpponentLevel) -> bool:
+    """Whether a student's message is labelled (and coached) while the bot of `level` answers it.
+    The embedded model shares two CPU cores with everything: labelling alongside made each of the
+    bot's steps several times slower (benchmarks/bench_debate_levels.py), so there a reply the
+    model writes goes first and the labels follow with the Grice judging; a bot that answers from
+    the argument base alone leaves the model idle meanwhile. A GPU server batches them at little cost."""
+    return not (tiny_model(profile) and level.needs_model)
 
 
 def opponent(number: int, client: LLMClient | None, retriever: Retriever, **options) -> Opponent:

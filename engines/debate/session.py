@@ -14,7 +14,7 @@ import random
 from dataclasses import dataclass
 from typing import Callable
 
-from engines.debate.levels import default_component_method, labels_during_reply, opponent
+from engines.debate.levels import default_component_method, get_level, labels_during_reply, opponent
 from engines.debate.opponent import (
     BotTurn,
     DebateSetup,
@@ -67,9 +67,9 @@ class DebateSession:
         # Why Grice judging, component labels and the Coach cannot run; None when a model answers.
         self.judging_off: str | None = None if client is not None else no_model_reason
         self._new_samples: set[int] = set()  # failed turns about to run again
-        # None: as the backend can afford (`labels_during_reply`)
+        # None: as the backend can afford beside the bot (`labels_during_reply`)
         if label_during_reply is None:
-            label_during_reply = client is not None and labels_during_reply(client.profile)
+            label_during_reply = client is not None and labels_during_reply(client.profile, get_level(debate.level))
         self.label_during_reply = label_during_reply
         self.choice = choice or JudgingChoice()  # the one copy: the screen changes it, the exchange reads it
         if self.choice.component_method is None:
