@@ -25,7 +25,7 @@ from engines.errors import ArgtuiError
 from engines.grice.reasons import AnalyzerReasons
 from engines.inspire.facts import claims_schema
 from engines.inspire.logic_schema import translation_schema
-from engines.inspire.subjective import SubjectiveAnswer
+from engines.inspire.subjective import ASKED_ANSWER
 from engines.llm.adapters import ADAPTERS
 from engines.llm.budget import max_tokens_for, pattern_chars, string_chars
 from engines.llm.client import LLMClient, json_schema_constraint
@@ -67,7 +67,7 @@ def answer_models() -> dict[str, type[BaseModel]]:
     """Every answer model a task sends, the ones built at run time from representative inputs."""
     return {
         "ballot": answer_model(_transcript()),
-        "subjective dimension": SubjectiveAnswer,
+        "subjective dimension": ASKED_ANSWER,
         "claims": claims_schema(AWKWARD_TEXTS[1]),
         "logic translation": translation_schema(AWKWARD_TEXTS[1]),
         "grice reasons": AnalyzerReasons,
@@ -142,7 +142,7 @@ def test_a_patterned_string_is_budgeted_by_its_pattern():
     assert string_chars(reason) >= (REASON_WORDS - 2) * (WORD_CHARS + 1)
     assert pattern_chars("^a+$") == string_chars({"type": "string"})  # unbounded: the unbounded budget
     assert pattern_chars("^[ab]{3}$") == 3
-    assert max_tokens_for(answer_model(_transcript())) > max_tokens_for(SubjectiveAnswer)
+    assert max_tokens_for(answer_model(_transcript())) > max_tokens_for(ASKED_ANSWER)
 
 
 async def test_a_refused_schema_is_named_by_its_name(fake_server, argtui_home):

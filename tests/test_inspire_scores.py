@@ -99,6 +99,28 @@ async def test_without_logprobs_the_score_is_the_emitted_level():
     }
 
 
+def _patterns(schema) -> list[str]:
+    if isinstance(schema, dict):
+        return ([schema["pattern"]] if "pattern" in schema else []) + [
+            p for value in schema.values() for p in _patterns(value)]
+    return [p for value in schema for p in _patterns(value)] if isinstance(schema, list) else []
+
+
+async def test_each_reason_is_asked_as_one_sentence_and_any_stored_reason_is_read():
+    """The schema sent allows a reason one sentence (the embedded model repeated its sentence up to
+    the length bound); a longer reason, from a backend that does not constrain or stored before, is read."""
+    content = json.dumps({name: {"score": 3, "reason": "It is clear. It is short."} for name in SUBJECTIVE})
+    with FakeServer([chat_reply(content)]) as fake:
+        async with LLMClient(fake.profile()) as client:
+            scores, _ = await subjective_scores(client, TOPIC, "Uniforms cost money.")
+    [pattern] = set(_patterns(fake.bodies[0]["response_format"]))
+    assert re.fullmatch(pattern, "It states a cost, but gives no figure for it.")
+    assert re.fullmatch(pattern, "Clear and short")
+    assert not re.fullmatch(pattern, "It is clear. It is short.")
+    assert not re.fullmatch(pattern, 'It is "clear".') and not re.fullmatch(pattern, "It is clear.\nReally")
+    assert scores.valid and {s.reason for s in scores.dimensions.values()} == {"It is clear. It is short."}
+
+
 def test_a_verdict_stored_before_levels_were_kept_loads_with_its_level(tmp_path):
     turn = TurnJudgment(debate="d", position=0, role="user", topic=TOPIC, dialogue=[], text="Uniforms cost money.",
                         score=scored(0.75, claims=("supported",)))

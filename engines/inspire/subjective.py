@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Literal, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
 from engines.inspire import prompts
 from engines.llm.budget import max_tokens_for
@@ -28,6 +28,10 @@ TITLES = {
 }
 LEVELS = ("1", "2", "3", "4", "5")
 REASON_CHARS = 160  # one sentence; bounds max_tokens
+# A reason as asked: one sentence (its end only as its last character) of plain characters, none a JSON
+# string escapes, which a grammar made from a pattern would write unescaped. Unbounded, the embedded
+# model repeated its sentence up to REASON_CHARS in every reason (185 tokens an answer, 120 so).
+REASON_PATTERN = rf"^[A-Za-z0-9 ,;:'()%/&-]{{1,{REASON_CHARS - 1}}}[.!?]?$"
 TEMPERATURE = 0.0  # greedy, so a rerun gives the cached answer and the emitted level is the likeliest
 
 
@@ -43,6 +47,17 @@ class SubjectiveAnswer(BaseModel):
     clarity: DimensionAnswer
     arrangement: DimensionAnswer
     relevance: DimensionAnswer
+
+
+# The answer's schema as sent: each reason one sentence (`REASON_PATTERN`). Answers are read with
+# `SubjectiveAnswer`, as those stored before and those of a backend without constraints are.
+class OneSentenceReason(DimensionAnswer):
+    reason: str = Field(pattern=REASON_PATTERN)
+
+
+ASKED_ANSWER = create_model(
+    "SubjectiveAnswer", __base__=SubjectiveAnswer, **{name: (OneSentenceReason, ...) for name in DIMENSIONS}
+)
 
 
 class DimensionScore(BaseModel):
@@ -129,7 +144,7 @@ async def subjective_scores(
     """The four dimensions of `text` in one call."""
     [completion] = await client.samples(
         subjective_messages(topic, text, dialogue), 1,
-        Sampling(temperature=TEMPERATURE, max_tokens=max_tokens_for(SubjectiveAnswer)),
-        top_logprobs=MAX_TOP_LOGPROBS, constraint=json_schema_constraint(SubjectiveAnswer),
+        Sampling(temperature=TEMPERATURE, max_tokens=max_tokens_for(ASKED_ANSWER)),
+        top_logprobs=MAX_TOP_LOGPROBS, constraint=json_schema_constraint(ASKED_ANSWER),
     )
     return read_answer(completion), completion.usage
