@@ -5,8 +5,8 @@ index in a temporary folder, then plays the same three-message script at each le
 (a fresh debate per level, in one run, so the machine is the same for all). Each
 exchange is what the Debate screen does ("concurrent"): the reply's four Grice questions
 are judged at once when it is stored, and the message is labelled (argument components)
-alongside; on this model the labelling waits for the reply (`labels_during_reply`), on
-a GPU server it runs while the bot answers. Level 2 also runs one request at a time
+alongside; on this model the labelling waits for a reply the model writes (`labels_during_reply`),
+on a GPU server, and beside level 0, it runs while the bot answers. Level 2 also runs one request at a time
 ("sequential": bot steps, then judging, then labelling) to show what concurrency saves.
 
 Per row, as medians over the messages: Enter -> first reply text, Enter -> reply
