@@ -317,7 +317,6 @@ async def score_text(
     return InspireScore(subjective=subjective, logic=logic, facts=facts, usage=meter.usage, seconds=stopwatch.seconds)
 
 
-
 def shared_prompts() -> tuple[list[Message], ...]:
     """How the three calls of `score_text` begin for every text of every debate (their instructions,
     and the logic translation's worked examples), for a backend's prefix cache to hold before the
