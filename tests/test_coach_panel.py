@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import re
+import time
 
 import pytest
 from rich.console import Console
@@ -289,24 +291,35 @@ class PanelApp(App):
         yield CoachPanel("F6")
 
 
+def checking_seconds(panel: CoachPanel) -> int:
+    """The seconds the panel's "checking" line counts."""
+    match = re.search(r"^Coach: checking… (\d+) s$", shown(panel), re.MULTILINE)
+    assert match, shown(panel)
+    return int(match.group(1))
+
+
 async def test_the_coach_counts_the_seconds_while_checking_and_stops_with_the_result():
+    # The counts are bounded by the seconds the test itself measured: a loaded machine's pauses run long.
     async with PanelApp().run_test() as pilot:
         panel = pilot.app.query_one(CoachPanel)
         panel.TICK_S = 0.1
+        started = time.monotonic()
         panel.post_message(CoachPanel.Scoring())
         await pilot.pause()
-        assert shown(panel).strip() == "Coach: checking… 0 s"
+        assert checking_seconds(panel) <= time.monotonic() - started
         await pilot.pause(1.3)
-        assert shown(panel).strip() == "Coach: checking… 1 s"  # the timer moved it, nothing else came
+        assert 1 <= checking_seconds(panel) <= time.monotonic() - started  # the timer moved it
+        assert "\n" not in shown(panel).strip()  # nothing else came
         panel.post_message(CoachPanel.Scored(sample_judgment(), 0.5))
         await pilot.pause()
         assert "checking" not in shown(panel) and "your message 2" in shown(panel)
         await pilot.pause(1.2)
         assert "checking" not in shown(panel)  # the clock stopped with the result
 
+        restarted = time.monotonic()
         panel.post_message(CoachPanel.Scoring())
         await pilot.pause(1.2)
-        assert "Coach: checking… 1 s" in shown(panel)  # counted from this scoring's start
+        assert 1 <= checking_seconds(panel) <= time.monotonic() - restarted  # counted from this scoring's start
         panel.post_message(CoachPanel.Failed("HTTP 500"))
         await pilot.pause(1.2)
         assert "Coach: scoring failed: HTTP 500" in shown(panel) and "checking" not in shown(panel)
