@@ -90,16 +90,16 @@ def sent_schemas() -> dict[str, dict]:
     return schemas
 
 
-def _strings(schema):
+def string_schemas(schema):
     """Every string schema inside `schema`."""
     if isinstance(schema, dict):
         if schema.get("type") == "string":
             yield schema
         for value in schema.values():
-            yield from _strings(value)
+            yield from string_schemas(value)
     elif isinstance(schema, list):
         for value in schema:
-            yield from _strings(value)
+            yield from string_schemas(value)
 
 
 SCHEMAS = sent_schemas()
@@ -121,7 +121,7 @@ def test_the_schema_compiles_in_xgrammar(name):
 def test_no_string_has_both_a_pattern_and_a_length_bound(name):
     """vLLM refuses such a string before either engine sees it (xgrammar would drop the bound,
     llguidance cannot intersect the two), and sends the request to no engine that accepts it."""
-    for string in _strings(SCHEMAS[name]):
+    for string in string_schemas(SCHEMAS[name]):
         bounded = {"minLength", "maxLength"} & string.keys()
         assert not (("pattern" in string or "format" in string) and bounded), (name, string)
 

@@ -33,6 +33,7 @@ from engines.tasks.inspire_turns import Candidate, TurnJudgment, turn_judgment
 from engines.llm.profile import Sampling
 from fakes import FakeServer, char_logprobs, chat_reply
 from store import Database
+from test_answer_schemas import string_schemas
 from test_llm_parsing_offsets import emitted_is_likeliest
 
 TOPIC = "School uniforms should be mandatory"
@@ -99,13 +100,6 @@ async def test_without_logprobs_the_score_is_the_emitted_level():
     }
 
 
-def _patterns(schema) -> list[str]:
-    if isinstance(schema, dict):
-        return ([schema["pattern"]] if "pattern" in schema else []) + [
-            p for value in schema.values() for p in _patterns(value)]
-    return [p for value in schema for p in _patterns(value)] if isinstance(schema, list) else []
-
-
 async def test_each_reason_is_asked_as_one_sentence_and_any_stored_reason_is_read():
     """The schema sent allows a reason one sentence (the embedded model repeated its sentence up to
     the length bound); a longer reason, from a backend that does not constrain or stored before, is read."""
@@ -113,7 +107,8 @@ async def test_each_reason_is_asked_as_one_sentence_and_any_stored_reason_is_rea
     with FakeServer([chat_reply(content)]) as fake:
         async with LLMClient(fake.profile()) as client:
             scores, _ = await subjective_scores(client, TOPIC, "Uniforms cost money.")
-    [pattern] = set(_patterns(fake.bodies[0]["response_format"]))
+    sent = fake.bodies[0]["response_format"]
+    [pattern] = {string["pattern"] for string in string_schemas(sent) if "pattern" in string}
     assert re.fullmatch(pattern, "It states a cost, but gives no figure for it.")
     assert re.fullmatch(pattern, "Clear and short")
     assert not re.fullmatch(pattern, "It is clear. It is short.")

@@ -336,7 +336,7 @@ class InspireTask(TaskBase):
         return max(1, math.ceil(client.profile.max_concurrency / 3))
 
     async def prepare(self, ctx: TaskContext, variant: str, client: LLMClient, options: InspireOptions) -> None:
-        """What every turn's calls begin with (about 700 tokens, most of a first turn's: the logic
+        """What every turn's calls begin with (about 750 tokens, most of a first turn's: the logic
         translation's instruction and worked examples, the other two calls' instructions), computed
         into the server's prompt cache."""
         await asyncio.gather(*(client.prime(messages) for messages in shared_prompts()))
