@@ -30,6 +30,7 @@ import asyncio
 import codecs
 import json
 import os
+import re
 import socket
 import sqlite3
 import subprocess
@@ -115,6 +116,18 @@ def stream_reply(*deltas: str, drop_after: int | None = None, prompt_tokens: int
     events.append({"choices": [], "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(deltas)}})
     events.append("[DONE]")
     return Reply(events=events, drop_after=drop_after)
+
+
+def as_streamed(reply: Reply) -> Reply:
+    """`reply` as a server answers a request that streams: a scripted chat completion's first
+    answer as events, a word at a time, with its usage; any other reply as it is."""
+    choices = reply.json.get("choices") if isinstance(reply.json, dict) and reply.status == 200 else None
+    if not choices:
+        return reply
+    usage = reply.json.get("usage") or {}
+    streamed = stream_reply(*re.findall(r"\s*\S+", choices[0]["message"]["content"]),
+                            prompt_tokens=usage.get("prompt_tokens", 3))
+    return replace(streamed, delay_s=reply.delay_s)
 
 
 def disconnect() -> Reply:
@@ -289,10 +302,12 @@ class FakeServer:
             with self._lock:
                 self.bodies.append(body)
             if callable(self.answer):
-                return self.answer(body)
-            with self._lock:
-                index, self._answered = min(self._answered, len(self.answer) - 1), self._answered + 1
-            return self.answer[index]
+                reply = self.answer(body)
+            else:
+                with self._lock:
+                    index, self._answered = min(self._answered, len(self.answer) - 1), self._answered + 1
+                reply = self.answer[index]
+            return as_streamed(reply) if isinstance(body, dict) and body.get("stream") else reply
         return error_reply(404, f"no route {method} {path}")
 
     def _send(self, handler: BaseHTTPRequestHandler, reply: Reply) -> None:

@@ -179,7 +179,7 @@ async def test_the_prompt_tokens_a_server_reused_from_its_cache_are_counted(fake
 
 
 async def test_an_answer_that_is_no_event_stream_is_a_backend_error(fake_server):
-    fake_server.answer = [chat_reply("not streamed")]
+    fake_server.answer = [Reply(json={"error": "streaming is not supported"})]
     async with client_for(fake_server) as client:
         with pytest.raises(BackendError, match="event stream"):
             [event async for event in client.stream(MESSAGES)]

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
+import time
 
+import httpx
 import pytest
 from pydantic import BaseModel
 
 from engines.llm.client import LLMClient
 from engines.llm.profile import Sampling
-from engines.llm.types import Completion, TextDelta
+from engines.llm.types import STOPPED, Completion, TextDelta
 from store.llm_cache import ResponseCache
 
 pytestmark = pytest.mark.llm
@@ -133,3 +136,27 @@ async def test_samples_resume_from_the_cache(llama_profile, db):
         three = await client.samples(QUESTION, 3, sampling)
     assert [c.text for c in three[:2]] == [c.text for c in two]
     assert client.accounting.requests == 2  # the second call asked only for the third sample
+
+
+def busy_slots(server) -> int:
+    """How many of `server`'s slots are writing an answer now."""
+    answer = httpx.get(f"{server.url.removesuffix('/v1')}/slots", headers={"Authorization": f"Bearer {server.api_key}"})
+    return sum(bool(slot["is_processing"]) for slot in answer.raise_for_status().json())
+
+
+async def test_a_stream_stopped_where_the_caller_says_stops_the_server_writing(llama_server, llama_profile, db):
+    """An answer stopped by `stop_when` is that text, finished STOPPED and not cached, and the
+    server stops writing it at once (the whole answer takes some 8 s here)."""
+    counting = [{"role": "user", "content": "Count from 1 to 300, separated by commas."}]
+    sampling = Sampling(max_tokens=400, temperature=0)
+    async with LLMClient(llama_profile, ResponseCache(db)) as client:
+        events = [event async for event in client.stream(counting, sampling, stop_when=lambda text: len(text) >= 12)]
+        stopped = events[-1]
+        assert isinstance(stopped, Completion) and stopped.finish_reason == STOPPED
+        assert stopped.text == "".join(event.text for event in events[:-1]) and 12 <= len(stopped.text) < 40
+        idle_after = time.monotonic() + 2.0
+        while busy_slots(llama_server) and time.monotonic() < idle_after:
+            await asyncio.sleep(0.05)
+        assert busy_slots(llama_server) == 0
+        again = [event async for event in client.stream(counting, sampling, stop_when=lambda text: len(text) >= 12)]
+    assert again[-1].text == stopped.text and not again[-1].usage.cached  # asked again, not replayed

@@ -18,7 +18,7 @@ from collections import Counter
 from contextlib import aclosing, contextmanager
 from contextvars import ContextVar
 from dataclasses import replace
-from typing import Any, AsyncIterator, Iterator, NoReturn, Protocol, Sequence, TypeVar
+from typing import Any, AsyncIterator, Callable, Iterator, NoReturn, Protocol, Sequence, TypeVar
 
 from pydantic import BaseModel
 
@@ -37,6 +37,7 @@ from engines.llm.profile import BackendKind, BackendProfile, Sampling
 from engines.llm.reasking import cut_short, larger_cap
 from engines.llm.transport import BACKOFF_BASE_S, Transport, normalise_base_url
 from engines.llm.types import (
+    STOPPED,
     Accounting,
     BackendError,
     Completion,
@@ -286,11 +287,14 @@ class LLMClient:
         sampling: Sampling | None = None,
         *,
         constraint: Constraint | None = None,
+        stop_when: Callable[[str], bool] | None = None,
     ) -> AsyncIterator[StreamEvent]:
         """Text deltas as they arrive, then the whole Completion (from the cache: one delta).
 
         `constraint` is `choice_constraint(labels)` or any request field set such as
-        `json_schema_constraint(Model)`.
+        `json_schema_constraint(Model)`. Once `stop_when` holds of the text so far, the answer is
+        stopped there (the server stops writing when the connection closes): the Completion is
+        that text, finish reason `STOPPED`, and it is not cached, so a rerun asks again.
         """
         sampling = self.profile.sampling.merged(sampling)
         body, [key] = await self._body_and_keys(messages, sampling, 0, constraint or {}, (0,))
@@ -301,10 +305,12 @@ class LLMClient:
             yield TextDelta(completion.text)
             yield completion
             return
+        if self.defer is not None:  # raises RequestDeferred
+            self.defer.record(body["model"], [(body, [key])])
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
         completion = None
-        deltas = 0
+        parts: list[str] = []
         stopwatch = Stopwatch()
         try:
             # aclosing: a consumer that stops early frees the connection now, not when collected.
@@ -312,19 +318,25 @@ class LLMClient:
                 async for event in events:
                     if isinstance(event, Completion):
                         completion = event
-                    else:
-                        deltas += 1
+                        continue
+                    parts.append(event.text)
                     yield event
+                    if stop_when is not None and stop_when("".join(parts)):
+                        break
         finally:
-            if completion is None and deltas:
+            if completion is None and parts:
                 # Stopped before the server's usage came: each streamed delta is one token on
                 # vLLM and llama-server; the prompt's count is unknown.
-                self.accounting.record(Usage(completion_tokens=deltas, latency_s=stopwatch.seconds,
+                self.accounting.record(Usage(completion_tokens=len(parts), latency_s=stopwatch.seconds,
                                              calls=1))
-        if completion is not None:
-            self.accounting.record(completion.usage)
-            if self.cache:
-                self.cache.put(key, body["model"], completion_to_cache(completion))
+        if completion is None:
+            yield Completion("".join(parts), STOPPED,
+                             Usage(completion_tokens=len(parts), latency_s=stopwatch.seconds, calls=1))
+            return
+        self.accounting.record(completion.usage)
+        if self.cache:
+            self.cache.put(key, body["model"], completion_to_cache(completion))
+        yield completion
 
     # ------------------------------------------------------------------ capability adapter
 

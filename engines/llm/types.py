@@ -110,6 +110,9 @@ class TokenLogprob:
         return self.token.encode() if self.token_bytes is None else self.token_bytes
 
 
+STOPPED = "stopped"  # the finish reason of a streamed answer argtui stopped (`LLMClient.stream`'s stop_when)
+
+
 @dataclass(frozen=True)
 class Completion:
     text: str
