@@ -8,10 +8,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from argtui.runtime import Runtime
 from engines.errors import ArgtuiError
-from engines.judging.shown_text import NO_USABLE_ANSWER, unmeant
+from engines.judging.shown_text import NO_USABLE_ANSWER, unmeant, unmeant_so_far
 from engines.llm.client import LLMClient
 from engines.tasks.ballot import (
     BALLOT_PROMPT,
@@ -40,6 +42,34 @@ from test_ballot import MESSAGES, answer, stored_debate
 def test_text_the_model_did_not_mean_is_named(text, why):
     problem = unmeant(text, BALLOT_PROMPT)
     assert problem is not None and why in problem
+
+
+@pytest.mark.parametrize("text, why", [
+    ("I'm sorry for any confusion, but as a chatbot I cannot", "disclaimer"),
+    ("Uniforms help. Uniforms help. Uniforms help. Uniforms", "repeats a clause"),
+    ("The student's sentence that most needs work is the student's, and", "repeats the prompt"),
+])
+def test_an_answer_being_written_is_named_at_the_clause_its_problem_ends(text, why):
+    """Checked as it streams, the problem shows once its clause is whole, not before."""
+    cut = text.rindex(" ") + 1
+    assert unmeant_so_far(text[:cut], BALLOT_PROMPT) is not None and why in unmeant_so_far(text[:cut], BALLOT_PROMPT)
+    first_break = min(text.index(mark) for mark in ",." if mark in text)
+    assert unmeant_so_far(text[:first_break], BALLOT_PROMPT) is None  # no clause is whole yet
+
+
+WRITTEN = st.lists(st.sampled_from(
+    ["the", "student's", "sentence", "that", "most", "needs", "work", "is", "uniforms", "help", "I'm", "sorry",
+     "as", "an", "AI", "airline", "Turn", "N", "Nine", "1", "5", ",", ".", ";", "!", "\n", "{claim}", "rewrite_from"]
+), max_size=40).map(lambda parts: " ".join(parts).replace(" ,", ",").replace(" .", "."))
+
+
+@given(WRITTEN, st.data())
+@settings(max_examples=300, deadline=None)
+def test_what_is_found_while_an_answer_is_written_is_found_in_the_whole_answer(text, data):
+    """The streamed check stops an answer only where the whole one would be refused too."""
+    cut = data.draw(st.integers(0, len(text)))
+    if unmeant_so_far(text[:cut], BALLOT_PROMPT) is not None:
+        assert unmeant(text, BALLOT_PROMPT) is not None
 
 
 @pytest.mark.parametrize("text", [

@@ -140,8 +140,9 @@ async def judged_relation(*rationales: str) -> tuple[MetricJudgment, list[dict]]
 async def test_a_disclaimer_as_rationale_is_asked_again_with_another_sampling_then_said_unusable():
     judgment, asked = await judged_relation(DISCLAIMER)
     assert judgment.answer == "yes" and judgment.rationale == NO_USABLE_ANSWER
-    assert judgment.rationale_raw == DISCLAIMER  # what the model wrote is kept, not shown
-    assert len(asked) == 2
+    # What the model wrote is kept, not shown: streamed, it was stopped at the disclaimer's first clause.
+    assert judgment.rationale_raw == "I'm sorry for any confusion," and DISCLAIMER.startswith(judgment.rationale_raw)
+    assert len(asked) == 2 and all(body["stream"] for body in asked)
     assert asked[0]["temperature"] == 0.0 and (asked[1]["temperature"], asked[1]["seed"]) == (0.7, 1)
     assert asked[0]["messages"] == asked[1]["messages"]
 

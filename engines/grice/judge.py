@@ -6,7 +6,9 @@ from the logprobs of the answer token, or from the share of votes when
 then, if the answer is valid, one short call that asks for the rationale in
 the same conversation (so it shares the prompt's prefix). A rationale the model
 did not mean (`engines.judging.shown_text.unmeant`: a chatbot's disclaimer, a
-loop) is asked once more, sampled; still so, it reads `NO_USABLE_ANSWER`.
+loop) is asked once more, sampled; still so, it reads `NO_USABLE_ANSWER`. The
+rationale is streamed and stopped as soon as what it says so far is such text,
+so the model does not write the rest of an answer that is not shown.
 The prompt `layout` (engines/grice/prompts.py) is the seed's order or `shared`,
 which starts the four metric prompts of a turn with the same debate block.
 Without a pool, the examples are the built-in pool's, drawn with the default seed.
@@ -41,7 +43,7 @@ from engines.grice.prompts import (
 from engines.grice.questions import METRICS
 from engines.grice.reasons import AnalyzerReasons, ReasonCache
 from engines.grice.types import YES_THRESHOLD, GriceContext, GriceJudgment, MetricJudgment
-from engines.judging.shown_text import NO_USABLE_ANSWER, unmeant
+from engines.judging.shown_text import NO_USABLE_ANSWER, unmeant, unmeant_so_far
 from engines.llm.client import LLMClient
 from engines.llm.profile import Sampling
 from engines.llm.reasking import attempts, chat_until_valid
@@ -183,7 +185,7 @@ async def judge_metric(
     if rationale:
         asked = await chat_until_valid(
             client, rationale_messages(messages, answer.capitalize()), RATIONALE_ATTEMPTS,
-            lambda text: unmeant(text, RATIONALE_REQUEST),
+            lambda text: unmeant(text, RATIONALE_REQUEST), lambda text: unmeant_so_far(text, RATIONALE_REQUEST),
         )
         usage += asked.usage
         explanation = " ".join(asked.completion.text.split())

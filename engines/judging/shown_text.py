@@ -24,7 +24,8 @@ CLAUSE_MIN_WORDS = 2
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 _TEMPLATE_FIELD = re.compile(r"\{[^{}]*\}")
 _NAME = re.compile(r"\b[a-z0-9]+(?:_[a-z0-9]+)+\b")  # snake_case: a field an answer is asked to fill
-_CLAUSE_BREAK = re.compile(r"[,.;:!?…\n]+")
+_CLAUSE_MARKS = ",.;:!?…\n"
+_CLAUSE_BREAK = re.compile(f"[{_CLAUSE_MARKS}]+")
 # What a model writes before an item of a list: a bullet, or a number of one or two digits a
 # level ("1.", "2)", "1.1.1.1:"), never a number the item states ("1.5 million", "2020 saw …").
 _LIST_MARK = re.compile(r"^\s*(?:[-*•‣◦]+|\(?\d{1,2}(?:\.\d{1,2})*[.):])(?=\s|$)\s*")
@@ -97,6 +98,14 @@ def unmeant(text: str, template: str = "") -> str | None:
     if looped:
         return f"it repeats a clause {clauses[looped]} times ({' '.join(looped)!r})"
     return None
+
+
+def unmeant_so_far(text: str, template: str = "") -> str | None:
+    """`unmeant` of the part of `text`, an answer still being written, up to its last clause
+    break, or None before the first: there every word and clause is whole, so a problem found
+    there (a placeholder, a disclaimer, an echo, a loop) stays whatever the model writes next."""
+    cut = max(text.rfind(mark) for mark in _CLAUSE_MARKS) + 1
+    return unmeant(text[:cut], template) if cut and words(text[:cut]) else None
 
 
 def shown(text: str, template: str = "") -> str:

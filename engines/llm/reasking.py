@@ -17,6 +17,7 @@ they get replace the ones that could not be read.
 
 from __future__ import annotations
 
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Generic, Sequence, TypeVar
 
@@ -108,15 +109,26 @@ class ReaskedText:
 
 async def chat_until_valid(
     client: LLMClient, messages: Sequence[Message], samplings: Sequence[Sampling],
-    problem_of: Callable[[str], str | None],
+    problem_of: Callable[[str], str | None], problem_so_far: Callable[[str], str | None] | None = None,
 ) -> ReaskedText:
     """`client.chat` with `samplings[0]`, asked again with the next sampling while `problem_of`
-    finds a problem in the answer's text, at most `len(samplings)` times."""
+    finds a problem in the answer's text, at most `len(samplings)` times.
+
+    With `problem_so_far` (a check that, once it finds a problem in the text written so far,
+    finds it in any text that goes on from there), each answer is streamed and stopped at the
+    first problem: the model does not write the rest of an answer that is asked again anyway."""
     if not samplings:
         raise ValueError("at least one attempt is needed")
     completions: list[Completion] = []
     for sampling in samplings:
-        completions.append(await client.chat(messages, sampling))
+        if problem_so_far is None:
+            completions.append(await client.chat(messages, sampling))
+        else:
+            def stop_when(text: str) -> bool:
+                return problem_so_far(text) is not None
+
+            async with aclosing(client.stream(messages, sampling, stop_when=stop_when)) as events:
+                completions.extend([event async for event in events if isinstance(event, Completion)])
         problem = problem_of(completions[-1].text)
         if problem is None:
             break
