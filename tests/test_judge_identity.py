@@ -5,6 +5,7 @@ is part of it; taking it asks no server."""
 
 from __future__ import annotations
 
+import inspect
 import random
 import sys
 
@@ -90,6 +91,26 @@ async def test_a_private_prompt_text_changed_is_a_new_judge_and_nothing_is_asked
     assert (before.profile, before.model, before.variant, before.options, before.sampling) == (
         after.profile, after.model, after.variant, after.options, after.sampling)
     assert before.prompts != after.prompts and before.name != after.name
+
+
+async def test_a_streamed_request_is_part_of_the_judge(monkeypatch):
+    """The Grice rationale is streamed (so an answer the model did not mean is stopped early): the
+    probe records it as any request, so its text is part of the judge."""
+    options = default_options(GRICE)
+    with FakeServer([chat_reply("Yes")]) as fake:
+        before, after = await identities(
+            fake, monkeypatch, lambda: monkeypatch.setattr(grice_prompts, "RATIONALE_REQUEST", "Explain your answer."),
+            GRICE, "ZSL", options,
+        )
+        assert fake.bodies == []
+    assert before.prompts != after.prompts and before.name != after.name
+
+
+def test_the_probe_takes_every_argument_a_client_stream_takes():
+    """A judge calls the probe as it calls a client: an argument the probe lacks would stop the judge
+    there, and what it asks after would be left out of its identity."""
+    assert inspect.signature(identity.RequestProbe.stream).parameters.keys() == \
+        inspect.signature(LLMClient.stream).parameters.keys()
 
 
 async def test_a_token_cap_changed_is_a_new_judge(monkeypatch):

@@ -14,7 +14,7 @@ import tempfile
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, AsyncIterator, Collection, Sequence
+from typing import Any, AsyncIterator, Callable, Collection, Sequence
 
 from engines.errors import ArgtuiError
 from engines.judging.digest import canonical, digest, sampling_digest
@@ -110,6 +110,7 @@ class RequestProbe(LLMClient):
         sampling: Sampling | None = None,
         *,
         constraint: Constraint | None = None,
+        stop_when: Callable[[str], bool] | None = None,
     ) -> AsyncIterator[StreamEvent]:
         body, _ = await self._body_and_keys(messages, self.profile.sampling.merged(sampling), 0, constraint or {}, (0,))
         self._record(body)
