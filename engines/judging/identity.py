@@ -113,7 +113,7 @@ class RequestProbe(LLMClient):
         stop_when: Callable[[str], bool] | None = None,
     ) -> AsyncIterator[StreamEvent]:
         body, _ = await self._body_and_keys(messages, self.profile.sampling.merged(sampling), 0, constraint or {}, (0,))
-        self._record(body)
+        self._record({**body, "samples": [0]})  # as `chat` asks it: streaming asks the model nothing else
         yield Completion("", "stop", Usage(calls=1))
 
 
