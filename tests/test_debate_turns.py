@@ -16,7 +16,7 @@ from argtui.config import ConfigError, Paths, load_config
 from engines.debate.messages import count_words, split_message, trim_message
 from engines.debate.records import DebateRecords
 from engines.debate.settings import DebateSettings
-from fakes import FakeServer, Reply, schema_answer
+from fakes import FakeServer, Gate, Reply, is_backend_check, schema_answer
 from screens.choice import ChoiceDialog
 from screens.debate import DebateScreen, MessageView
 from store import Database
@@ -136,7 +136,9 @@ async def test_stopping_a_turn_stops_its_requests_and_retry_runs_it_again(fake, 
     app = ArgtuiApp()
     async with app.run_test(size=(100, 32)) as pilot:
         screen = await open_debate(pilot, until, debate_id)
-        fake.answer = schema_answer(REPLY, delay_s=3)
+        # Held until stopped: on a loaded machine an answer after a fixed delay may come before the stop.
+        held = Gate(schema_answer(REPLY), holds=lambda body: not is_backend_check(body))
+        fake.answer = held
         opened = len(fake.bodies)  # the probe and the judges' preparation
         await send(pilot, screen, MESSAGE)
         await until(pilot, lambda: len(fake.bodies) >= opened + 2)  # the bot's first step and the labelling wait
@@ -152,7 +154,8 @@ async def test_stopping_a_turn_stops_its_requests_and_retry_runs_it_again(fake, 
         await pilot.press("s")
         await until(pilot, lambda: reply.message.state == "cancelled" and message.message.state == "cancelled")
         sent = len(fake.bodies)
-        await pilot.pause(3.5)  # past the delay: a request still in flight would have been answered and followed
+        held.open()  # a request still in flight would now be answered and followed
+        await pilot.pause(2.0)
         assert len(fake.bodies) == sent
         assert [t.state for t in stored_turns(debate_id)] == ["cancelled", "cancelled"]
         assert "Ctrl+R runs the turn again" in shown(reply) and "labelling cancelled" in shown(message)
