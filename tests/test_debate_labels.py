@@ -34,14 +34,15 @@ def assert_whole(shown: str, form: str) -> None:
 
 
 def footer_laid_out(app: ArgtuiApp) -> bool:
-    """Every key of the footer has its place on screen: after a focus change the footer mounts new
-    keys, which the next refresh lays out."""
+    """The footer has keys and every one has its place on screen: after a focus change the footer
+    removes its keys and mounts new ones, which the next refresh lays out."""
+    keys = list(app.screen.query_one(Footer).query(FooterKey))
     try:
-        for key in app.screen.query_one(Footer).query(FooterKey):
+        for key in keys:
             app.screen.find_widget(key)
     except NoWidget:
         return False
-    return True
+    return bool(keys)
 
 
 def assert_tabs_and_footer_whole(app: ArgtuiApp) -> None:
