@@ -51,8 +51,8 @@ def test_text_the_model_did_not_mean_is_named(text, why):
 ])
 def test_an_answer_being_written_is_named_at_the_clause_its_problem_ends(text, why):
     """Checked as it streams, the problem shows once its clause is whole, not before."""
-    cut = text.rindex(" ") + 1
-    assert unmeant_so_far(text[:cut], BALLOT_PROMPT) is not None and why in unmeant_so_far(text[:cut], BALLOT_PROMPT)
+    problem = unmeant_so_far(text[:text.rindex(" ") + 1], BALLOT_PROMPT)
+    assert problem is not None and why in problem
     first_break = min(text.index(mark) for mark in ",." if mark in text)
     assert unmeant_so_far(text[:first_break], BALLOT_PROMPT) is None  # no clause is whole yet
 

@@ -310,7 +310,7 @@ class LLMClient:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
         completion = None
-        parts: list[str] = []
+        written, pieces = "", 0
         stopwatch = Stopwatch()
         try:
             # aclosing: a consumer that stops early frees the connection now, not when collected.
@@ -319,19 +319,18 @@ class LLMClient:
                     if isinstance(event, Completion):
                         completion = event
                         continue
-                    parts.append(event.text)
+                    written, pieces = written + event.text, pieces + 1
                     yield event
-                    if stop_when is not None and stop_when("".join(parts)):
+                    if stop_when is not None and stop_when(written):
                         break
         finally:
-            if completion is None and parts:
+            if completion is None and pieces:
                 # Stopped before the server's usage came: each streamed delta is one token on
                 # vLLM and llama-server; the prompt's count is unknown.
-                self.accounting.record(Usage(completion_tokens=len(parts), latency_s=stopwatch.seconds,
-                                             calls=1))
-        if completion is None:
-            yield Completion("".join(parts), STOPPED,
-                             Usage(completion_tokens=len(parts), latency_s=stopwatch.seconds, calls=1))
+                so_far = Usage(completion_tokens=pieces, latency_s=stopwatch.seconds, calls=1)
+                self.accounting.record(so_far)
+        if completion is None:  # stopped by `stop_when`
+            yield Completion(written, STOPPED, so_far)
             return
         self.accounting.record(completion.usage)
         if self.cache:
