@@ -70,11 +70,16 @@ def store_texts(conn: Connection, texts: dict[str, str]) -> None:
     insert_missing(conn, StoredText.__table__, [dict(digest=d, text=t) for d, t in texts.items()], ["digest"])
 
 
+def refers_to_text(encoded: str) -> bool:
+    """Whether a JSON text may hold a reference to a stored long text (only then is it searched for one)."""
+    return _REFERENCE_IN_JSON in encoded
+
+
 def decoded(conn: Connection, encoded: list[str]) -> list[Any]:
     """JSON texts decoded, with the long texts they refer to put back (read through `conn`, so in
     its snapshot). Only a text that names a reference is searched for one."""
     values = [json.loads(text) for text in encoded]
-    marked = [i for i, text in enumerate(encoded) if _REFERENCE_IN_JSON in text]
+    marked = [i for i, text in enumerate(encoded) if refers_to_text(text)]
     if marked:
         digests: set[str] = set()
         for i in marked:

@@ -106,3 +106,20 @@ async def test_buffered_answers_reach_the_database_within_the_flush_interval(tmp
         assert writer.unflushed == 0 and ResponseCache(reader).get("k") == {"text": "a"}
     finally:
         reader.close()
+
+
+def test_a_cache_reads_what_another_process_wrote_after_its_own_lookups_from_every_thread(tmp_path):
+    """Lookups read through a connection each thread keeps: it still sees every later commit."""
+    path = tmp_path / "cache.sqlite3"
+    reader_db, writer_db = Database(path), Database(path)
+    try:
+        reader = ResponseCache(reader_db)
+        assert reader.get("k") is None
+        ResponseCache(writer_db).put("k", "m", {"text": "a"})  # outside an event loop: written at once
+        assert reader.get("k") == {"text": "a"}
+        ResponseCache(writer_db).put("k", "m", {"text": "b"})
+        assert reader.get("k") == {"text": "b"}
+        assert asyncio.run(asyncio.to_thread(reader.get, "k")) == {"text": "b"}
+    finally:
+        reader_db.close()
+        writer_db.close()
