@@ -38,6 +38,7 @@ from test_ballot import MESSAGES, answer, stored_debate
     ("Argue for {claim} again.", "placeholder"),
     ("rewrite_from: the student's first sentence", "field of the prompt"),
     ("…", "no words"),
+    ("I'm not sure. I'm not sure.\n\nI'm not sur", "repeats a sentence"),
 ])
 def test_text_the_model_did_not_mean_is_named(text, why):
     problem = unmeant(text, BALLOT_PROMPT)
@@ -47,6 +48,7 @@ def test_text_the_model_did_not_mean_is_named(text, why):
 @pytest.mark.parametrize("text, why", [
     ("I'm sorry for any confusion, but as a chatbot I cannot", "disclaimer"),
     ("Uniforms help. Uniforms help. Uniforms help. Uniforms", "repeats a clause"),
+    ("I'm not sure. I'm not sure. I", "repeats a sentence"),
     ("The student's sentence that most needs work is the student's, and", "repeats the prompt"),
 ])
 def test_an_answer_being_written_is_named_at_the_clause_its_problem_ends(text, why):
@@ -77,6 +79,7 @@ def test_what_is_found_while_an_answer_is_written_is_found_in_the_whole_answer(t
     "Give a reason for every claim and answer the bot's last point.",
     "Uniforms cost less than the clothes they replace, so families save money.",
     "Turn 1 decided it: the student's claim stood, the claim about costs did not.",
+    "Uniforms cut costs. Families save, so uniforms cut costs.",
 ])
 def test_a_plain_answer_passes_though_it_shares_words_with_its_prompt(text):
     assert unmeant(text, BALLOT_PROMPT) is None

@@ -20,12 +20,14 @@ NO_USABLE_ANSWER = "no usable answer from this model"
 RUN_WORDS = 6  # words in a row that make an echo of the prompt, or, said twice, a loop
 CLAUSE_REPEATS = 3  # the same clause this often is a loop, however short
 CLAUSE_MIN_WORDS = 2
+SENTENCE_MIN_WORDS = 3  # a sentence of this many words said twice is a loop ("I'm not sure. I'm not sure.")
 
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 _TEMPLATE_FIELD = re.compile(r"\{[^{}]*\}")
 _NAME = re.compile(r"\b[a-z0-9]+(?:_[a-z0-9]+)+\b")  # snake_case: a field an answer is asked to fill
 _CLAUSE_MARKS = ",.;:!?…\n"
 _CLAUSE_BREAK = re.compile(f"[{_CLAUSE_MARKS}]+")
+_SENTENCE_END = re.compile(r"[.!?…\n]+")
 # What a model writes before an item of a list: a bullet, or a number of one or two digits a
 # level ("1.", "2)", "1.1.1.1:"), never a number the item states ("1.5 million", "2020 saw …").
 _LIST_MARK = re.compile(r"^\s*(?:[-*•‣◦]+|\(?\d{1,2}(?:\.\d{1,2})*[.):])(?=\s|$)\s*")
@@ -70,7 +72,7 @@ def unmeant(text: str, template: str = "") -> str | None:
     """Why `text` is not what the model meant to say, or None: no words at all, a placeholder,
     a chatbot's disclaimer, RUN_WORDS words in a row of its prompt's `template` (fields left
     out, so quoting the debate is no echo) or one of its field names, or a loop (RUN_WORDS
-    words in a row said twice, a clause CLAUSE_REPEATS times)."""
+    words in a row said twice, a whole sentence twice, a clause CLAUSE_REPEATS times)."""
     tokens = words(text)
     if not tokens:
         return "it has no words"
@@ -90,6 +92,14 @@ def unmeant(text: str, template: str = "") -> str | None:
     repeated = next((run for run, count in Counter(_runs(tokens)).items() if count > 1), None)
     if repeated:
         return f"it repeats itself ({' '.join(repeated)!r})"
+    # Only sentences that are whole: what follows the last end may still be being written.
+    sentences = Counter(
+        tuple(sentence_words) for sentence in _SENTENCE_END.split(text)[:-1]
+        if len(sentence_words := words(sentence)) >= SENTENCE_MIN_WORDS
+    )
+    said_twice = next((sentence for sentence, count in sentences.items() if count > 1), None)
+    if said_twice:
+        return f"it repeats a sentence ({' '.join(said_twice)!r})"
     clauses = Counter(
         tuple(clause_words) for clause in _CLAUSE_BREAK.split(text)
         if len(clause_words := words(clause)) >= CLAUSE_MIN_WORDS
