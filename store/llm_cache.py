@@ -24,8 +24,6 @@ from store.write_behind import FLUSH_INTERVAL_S, WriteBehind
 
 __all__ = ["FLUSH_INTERVAL_S", "LLMCacheEntry", "ResponseCache"]
 
-_HELD_SELECT = "SELECT response_json FROM llm_cache WHERE key = ?"
-
 
 class LLMCacheEntry(SQLModel, table=True):
     __tablename__ = "llm_cache"
@@ -52,6 +50,7 @@ class ResponseCache:
         self._select = select(self._table.c.response_json).where(self._table.c.key == bindparam("key"))
         self._pending: WriteBehind[str, dict] = WriteBehind(self._write, "cached answers")
         self._held = threading.local() if db.dialect == "sqlite" else None
+        self._held_select = str(self._select.compile(dialect=self._engine.dialect))  # the same SELECT, as SQL
 
     def get(self, key: str) -> dict | None:
         row = self._pending.get(key)
@@ -59,9 +58,9 @@ class ResponseCache:
             return row["response"]
         if self._held is not None:
             try:
-                found = self._held_connection().execute(_HELD_SELECT, (key,)).fetchone()
-            except (sqlite3.Error, DBAPIError):  # read again below, where a lasting problem becomes a StoreError that names it
-                self._held.connection = None
+                found = self._held_connection().execute(self._held_select, (key,)).fetchone()
+            except (sqlite3.Error, DBAPIError):
+                self._held.connection = None  # read again below: a lasting problem becomes a StoreError naming it
             else:
                 if found is None:
                     return None

@@ -25,9 +25,12 @@ SENTENCE_MIN_WORDS = 3  # a sentence of this many words said twice is a loop ("I
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 _TEMPLATE_FIELD = re.compile(r"\{[^{}]*\}")
 _NAME = re.compile(r"\b[a-z0-9]+(?:_[a-z0-9]+)+\b")  # snake_case: a field an answer is asked to fill
-_CLAUSE_MARKS = ",.;:!?…\n"
+# Split at the marks alone (not `engines.sentences`, which looks past a period): a sentence or
+# clause whole in the part of an answer written so far is then whole in the finished answer.
+_SENTENCE_MARKS = ".!?…\n"
+_CLAUSE_MARKS = ",;:" + _SENTENCE_MARKS
 _CLAUSE_BREAK = re.compile(f"[{_CLAUSE_MARKS}]+")
-_SENTENCE_END = re.compile(r"[.!?…\n]+")
+_SENTENCE_END = re.compile(f"[{_SENTENCE_MARKS}]+")
 # What a model writes before an item of a list: a bullet, or a number of one or two digits a
 # level ("1.", "2)", "1.1.1.1:"), never a number the item states ("1.5 million", "2020 saw …").
 _LIST_MARK = re.compile(r"^\s*(?:[-*•‣◦]+|\(?\d{1,2}(?:\.\d{1,2})*[.):])(?=\s|$)\s*")
